@@ -1,0 +1,363 @@
+"""Observe the installed torch's autocast: which ops it registers, and what each does.
+
+Technique: under autocast, call the op with arguments synthesized from its
+schema, and catch the call that the Autocast kernel passes down with a recording
+kernel registered (for the duration of the call only) at the Autograd key,
+which sits right below Autocast. The recording kernel raises before any real
+kernel runs, so shapes do not matter and no hardware is needed: on devices that
+are not present the tensors are FakeTensors of that device type.
+
+From what arrives below Autocast the policy follows:
+
+=======================  =====================================================
+observation              policy
+=======================  =====================================================
+float32 args cast down   lower_precision_fp
+lower args cast to fp32  fp32
+same op, dtype=float32   fp32_set_opt_dtype (args untouched, dtype argument set)
+other overload, dtype    fp32_append_dtype (redispatched with dtype appended)
+mixed args -> widest     promote
+autocast raises          banned (the message is recorded)
+=======================  =====================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..spec.model import Policy
+from ..torch_registry import autocast_registrations, op_overload, split_op_name
+
+
+class _Intercepted(Exception):
+    """Raised by the recording kernel so that no real kernel runs."""
+
+
+@dataclass
+class Call:
+    op: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def tensors(self) -> list[torch.Tensor]:
+        out: list[torch.Tensor] = []
+
+        def walk(v: Any) -> None:
+            if isinstance(v, torch.Tensor):
+                out.append(v)
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    walk(x)
+
+        walk(self.args)
+        walk(list(self.kwargs.values()))
+        return out
+
+    def float_dtypes(self) -> list[torch.dtype]:
+        return [t.dtype for t in self.tensors() if t.is_floating_point()]
+
+    def has_dtype_value(self, dtype: torch.dtype) -> bool:
+        values = list(self.args) + list(self.kwargs.values())
+        return any(v is dtype for v in values)
+
+
+@dataclass(frozen=True)
+class Observation:
+    op: str
+    device: str
+    policy: Policy | None
+    detail: str = ""
+    message: str | None = None  # banned: the error text
+    append_target: str | None = None  # fp32_append_dtype: the overload called
+    error: str | None = None  # set when the op could not be observed
+
+    @property
+    def observed(self) -> bool:
+        return self.error is None
+
+
+# ---------------------------------------------------------------------------
+# Tensor factories: real on present devices, FakeTensor elsewhere
+# ---------------------------------------------------------------------------
+
+
+def device_is_real(device: str) -> bool:
+    if device == "cpu":
+        return True
+    mod = getattr(torch, device, None)
+    is_available = getattr(mod, "is_available", None)
+    try:
+        return bool(is_available()) if callable(is_available) else False
+    except Exception:
+        return False
+
+
+@contextlib.contextmanager
+def tensor_context(device: str, fake: bool) -> Iterator[None]:
+    if not fake:
+        yield
+        return
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        yield
+
+
+def fake_device_supported(device: str) -> str | None:
+    """None when FakeTensors of ``device`` carry its Autocast key, else the reason."""
+    try:
+        with tensor_context(device, fake=True):
+            t = torch.empty(2, device=device)
+            keys = str(torch._C._dispatch_keys(t))
+    except Exception as e:  # pragma: no cover - depends on the torch build
+        return f"cannot create FakeTensors on {device!r}: {e}"
+    if "Autocast" not in keys:
+        return (
+            f"FakeTensors on {device!r} carry no Autocast dispatch key in this torch build "
+            f"({keys}); the policy cannot be observed without the device"
+        )
+    return None
+
+
+@contextlib.contextmanager
+def raw_autocast(device: str, dtype: torch.dtype, enabled: bool = True) -> Iterator[None]:
+    """Set the autocast state directly (``torch.autocast`` refuses absent devices)."""
+    prev_enabled = torch.is_autocast_enabled(device)
+    prev_dtype = torch.get_autocast_dtype(device)
+    torch.set_autocast_enabled(device, enabled)
+    torch.set_autocast_dtype(device, dtype)
+    try:
+        yield
+    finally:
+        torch.set_autocast_enabled(device, prev_enabled)
+        torch.set_autocast_dtype(device, prev_dtype)
+        if not torch.is_autocast_enabled(device):
+            torch.clear_autocast_cache()
+
+
+# ---------------------------------------------------------------------------
+# Arguments synthesized from a schema
+# ---------------------------------------------------------------------------
+
+
+def _value_for(arg: torch._C.Argument, make: Callable[[int], torch.Tensor], index: int) -> Any:
+    t = str(arg.type)
+    optional = t.endswith("?") or t.startswith("Optional[")
+    base = t[len("Optional[") : -1] if t.startswith("Optional[") else t.rstrip("?")
+    if optional and base not in ("Tensor", "List[Tensor]", "Tensor[]"):
+        return None
+    if base == "Tensor":
+        return make(index)
+    if base in ("List[Tensor]", "Tensor[]", "List[Optional[Tensor]]", "Tensor?[]"):
+        return [make(index), make(index + 1)]
+    if base in ("int", "SymInt"):
+        return 1
+    if base in ("List[int]", "int[]", "List[SymInt]", "SymInt[]") or base.startswith("List[int]"):
+        return [1]
+    if base == "float":
+        return 1.0
+    if base in ("List[float]", "float[]"):
+        return [1.0]
+    if base == "bool":
+        return False
+    if base in ("List[bool]", "bool[]") or base.startswith("List[bool]"):
+        return [False]
+    if base == "str":
+        return "fro"
+    if base in ("Scalar", "number"):
+        return 1.0
+    if base == "ScalarType":
+        return torch.float32
+    raise TypeError(f"cannot synthesize an argument of type {t}")
+
+
+def synthesize_call(
+    op: str, make: Callable[[int], torch.Tensor]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional and keyword arguments for the required parameters of ``op``."""
+    schema = op_overload(op)._schema
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    tensor_index = 0
+    for a in schema.arguments:
+        if a.has_default_value():
+            continue
+        v = _value_for(a, make, tensor_index)
+        if isinstance(v, torch.Tensor):
+            tensor_index += 1
+        elif isinstance(v, list) and v and isinstance(v[0], torch.Tensor):
+            tensor_index += len(v)
+        if a.kwarg_only:
+            kwargs[a.name] = v
+        else:
+            args.append(v)
+    return tuple(args), kwargs
+
+
+# ---------------------------------------------------------------------------
+# Interception below Autocast
+# ---------------------------------------------------------------------------
+
+
+def autograd_key_for(dispatch_key: str) -> torch._C.DispatchKey:
+    """``AutocastCUDA`` -> ``DispatchKey.AutogradCUDA``: the key right below Autocast."""
+    suffix = dispatch_key.removeprefix("Autocast")
+    return getattr(torch._C.DispatchKey, "Autograd" + suffix)  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def intercept(op: str, autograd_key: torch._C.DispatchKey) -> Iterator[list[Call]]:
+    """Record (and stop) every call to any overload of ``op``'s name below Autocast.
+
+    The recording kernels are Python-dispatcher kernels keyed by the enum (some
+    keys, such as AutogradMTIA, have no string name that ``torch.library``
+    accepts), installed only while the block runs.
+    """
+    from torch._dispatch.python import enable_python_dispatcher
+
+    ns, name, _ = split_op_name(op)
+    packet = getattr(getattr(torch.ops, ns), name)
+    overloads = [getattr(packet, ov) for ov in packet.overloads()]
+    calls: list[Call] = []
+
+    def recorder(overload: torch._ops.OpOverload) -> Callable[..., Any]:
+        qualified = f"{ns}::{overload._opname}" + (
+            f".{overload._overloadname}" if overload._overloadname != "default" else ""
+        )
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            calls.append(Call(qualified, args, dict(kwargs)))
+            raise _Intercepted(qualified)
+
+        return kernel
+
+    saved = {ov: ov.py_kernels.get(autograd_key) for ov in overloads}
+    try:
+        for ov in overloads:
+            ov.py_kernels[autograd_key] = recorder(ov)
+            ov._dispatch_cache.clear()
+        with enable_python_dispatcher():
+            yield calls
+    finally:
+        for ov, prev in saved.items():
+            if prev is None:
+                ov.py_kernels.pop(autograd_key, None)
+            else:
+                ov.py_kernels[autograd_key] = prev
+            ov._dispatch_cache.clear()
+
+
+def _call_intercepted(
+    op: str, autograd_key: torch._C.DispatchKey, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Call | None, str | None]:
+    """Run ``op``; return the intercepted call, or the error raised before it."""
+    with intercept(op, autograd_key) as calls:
+        try:
+            op_overload(op)(*args, **kwargs)
+        except _Intercepted:
+            pass
+        except Exception as e:
+            if not calls:
+                return None, f"{type(e).__name__}: {e}"
+    return (calls[0] if calls else None), None
+
+
+# ---------------------------------------------------------------------------
+# Classification
+# ---------------------------------------------------------------------------
+
+
+def observe_op(
+    op: str, device: str, dispatch_key: str, lower: torch.dtype, fake: bool | None = None
+) -> Observation:
+    """Observe ``op``'s autocast policy on ``device`` (its Autocast key ``dispatch_key``)."""
+    autograd_key = autograd_key_for(dispatch_key)
+    fake = (not device_is_real(device)) if fake is None else fake
+    f32 = torch.float32
+
+    def run(dtypes: Callable[[int], torch.dtype], enabled: bool = True) -> tuple[Call | None, str | None]:
+        with tensor_context(device, fake):
+
+            def make(i: int) -> torch.Tensor:
+                return torch.zeros(2, 2, device=device, dtype=dtypes(i))
+
+            try:
+                args, kwargs = synthesize_call(op, make)
+            except Exception as e:
+                return None, f"cannot build arguments: {e}"
+            with raw_autocast(device, lower, enabled):
+                return _call_intercepted(op, autograd_key, args, kwargs)
+
+    # A: float32 inputs
+    call_a, err_a = run(lambda i: f32)
+    if err_a is not None:
+        plain, plain_err = run(lambda i: f32, enabled=False)
+        if plain is not None and plain_err is None:
+            msg = err_a.split(": ", 1)[1] if ": " in err_a else err_a
+            return Observation(op, device, Policy.BANNED, "autocast raised", message=msg)
+        return Observation(op, device, None, error=err_a)
+    if call_a is None:
+        return Observation(op, device, None, error="the call never reached the op below Autocast")
+    if call_a.op == op and call_a.float_dtypes() and all(d == lower for d in call_a.float_dtypes()):
+        return Observation(op, device, Policy.LOWER_PRECISION_FP, "float32 inputs cast to lower")
+
+    # B: lower inputs
+    call_b, err_b = run(lambda i: lower)
+    if call_b is None:
+        return Observation(op, device, None, error=err_b or "not intercepted")
+    b_dtypes = call_b.float_dtypes()
+    if call_b.op != op and call_b.has_dtype_value(f32):
+        return Observation(
+            op, device, Policy.FP32_APPEND_DTYPE, f"redispatched to {call_b.op}", append_target=call_b.op
+        )
+    if call_b.op == op and b_dtypes and all(d == f32 for d in b_dtypes):
+        return Observation(op, device, Policy.FP32, "lower inputs cast to float32")
+    if call_b.op == op and call_b.has_dtype_value(f32) and all(d == lower for d in b_dtypes):
+        return Observation(op, device, Policy.FP32_SET_OPT_DTYPE, "dtype=float32 set, inputs kept")
+
+    # C: mixed inputs, first lower, the rest float32
+    call_c, err_c = run(lambda i: lower if i == 0 else f32)
+    if call_c is None:
+        return Observation(op, device, None, error=err_c or "not intercepted")
+    c_dtypes = call_c.float_dtypes()
+    if len(c_dtypes) > 1 and all(d == f32 for d in c_dtypes):
+        return Observation(op, device, Policy.PROMOTE, "mixed inputs cast to the widest type")
+    return Observation(op, device, None, "no cast observed")
+
+
+@dataclass
+class DeviceObservation:
+    device: str
+    dispatch_key: str
+    registered: frozenset[str]
+    observations: dict[str, Observation] = field(default_factory=dict)
+    unobservable_reason: str | None = None
+
+
+def observe_device(
+    device: str,
+    dispatch_key: str,
+    lower: torch.dtype = torch.float16,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> DeviceObservation:
+    """Registrations of ``dispatch_key`` and the observed policy of each."""
+    registered = autocast_registrations(dispatch_key)
+    result = DeviceObservation(device, dispatch_key, registered)
+    fake = not device_is_real(device)
+    if fake:
+        reason = fake_device_supported(device)
+        if reason:
+            result.unobservable_reason = reason
+            return result
+    ops = sorted(registered)
+    for i, op in enumerate(ops):
+        if progress:
+            progress(i, len(ops), op)
+        result.observations[op] = observe_op(op, device, dispatch_key, lower, fake=fake)
+    return result

@@ -1,0 +1,73 @@
+"""Semantic checks of a spec against the installed torch (beyond the JSON Schema)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+from ..torch_registry import all_op_names
+from .model import DeviceSpec, JitLimitation, OpInfo
+from .problems import SpecProblem
+from .yaml_source import YamlDocument
+
+
+def did_you_mean(op: str, names: Iterable[str]) -> str:
+    close = difflib.get_close_matches(op, list(names), n=3, cutoff=0.75)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+def unknown_op_message(op: str) -> str:
+    return (
+        f"{op} is not an operator of the installed torch's registry{did_you_mean(op, all_op_names())}"
+        " (names are namespace::name[.overload], as torch._C._dispatch_dump prints them)"
+    )
+
+
+def registry_problems(
+    devices: Iterable[DeviceSpec], ops: Iterable[OpInfo], raw_files: Sequence[YamlDocument] = ()
+) -> list[SpecProblem]:
+    """Op names that the installed torch's operator registry does not know."""
+    names = all_op_names()
+    probs = []
+    for dev in devices:
+        for entry in dev.ops.values():
+            if entry.op not in names:
+                probs.append(SpecProblem(entry.loc.file, entry.loc.line, unknown_op_message(entry.op)))
+    for info in ops:
+        if info.op not in names:
+            probs.append(SpecProblem(info.loc.file, info.loc.line, unknown_op_message(info.op)))
+        target = info.append_dtype_target
+        if target and target not in names:
+            probs.append(SpecProblem(info.loc.file, info.loc.line, unknown_op_message(target)))
+    # 'remove:' entries and ops outside this torch version's range are not in the
+    # model; check the removes the raw files name too.
+    for doc in raw_files:
+        if doc.data.get("kind") != "device":
+            continue
+        for i, item in enumerate(doc.data.get("remove") or []):
+            op = item if isinstance(item, str) else item.get("op")
+            if isinstance(op, str) and op not in names and not (
+                isinstance(item, dict) and (item.get("since") or item.get("until"))
+            ):
+                probs.append(SpecProblem(doc.file, doc.line_of(("remove", i)), unknown_op_message(op)))
+    return sorted(set(probs), key=SpecProblem.sort_key) if probs else []
+
+
+def limitation_problems(limitations: Sequence[JitLimitation]) -> list[SpecProblem]:
+    seen: dict[str, JitLimitation] = {}
+    probs = []
+    for lim in limitations:
+        if lim.id in seen:
+            probs.append(
+                SpecProblem(lim.loc.file, lim.loc.line, f"limitation id {lim.id!r} also at {seen[lim.id].loc}")
+            )
+        seen[lim.id] = lim
+        if lim.expect == "error" and not lim.message:
+            probs.append(
+                SpecProblem(lim.loc.file, lim.loc.line, f"{lim.id}: expect 'error' needs the 'message'")
+            )
+        if lim.expect == "differs" and not lim.differs:
+            probs.append(
+                SpecProblem(lim.loc.file, lim.loc.line, f"{lim.id}: expect 'differs' needs 'differs' entries")
+            )
+    return probs

@@ -1,0 +1,269 @@
+"""The typed, immutable spec model.
+
+Everything in the project reads the spec through these classes; only
+:mod:`reference_impl.spec.loader` builds them (from YAML). Instances are frozen
+and hold tuples and read-only mappings, so a consumer cannot change the spec
+another consumer sees.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Union
+
+
+class Policy(str, enum.Enum):
+    """The cast policies of PyTorch's autocast (``autocast_mode.h``)."""
+
+    LOWER_PRECISION_FP = "lower_precision_fp"
+    FP32 = "fp32"
+    FP32_SET_OPT_DTYPE = "fp32_set_opt_dtype"
+    FP32_APPEND_DTYPE = "fp32_append_dtype"
+    PROMOTE = "promote"
+    BANNED = "banned"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+POLICY_ORDER: tuple[Policy, ...] = tuple(Policy)
+
+
+def frozen_map(d: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where a piece of the spec was written: file and 1-based line."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class OpPolicy:
+    """One op's policy on one device, after inheritance and version filtering."""
+
+    op: str
+    policy: Policy
+    loc: SourceLoc
+    message: str | None = None  # banned ops: the error the backend must raise
+    since: str | None = None
+    until: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class UnsupportedDtypeRule:
+    """What ``torch.autocast(device, dtype=...)`` does for a dtype the device lacks."""
+
+    action: str  # "warn_and_disable" | "error"
+    message: str  # a regular expression the warning or error must match
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    device: str
+    dispatch_key: str
+    torch_versions: str  # a PEP 440 specifier set, e.g. ">=2.13,<2.14"
+    default_dtype: str
+    supported_dtypes: tuple[str, ...]
+    ops: Mapping[str, OpPolicy]
+    loc: SourceLoc
+    builtin: bool = True  # True: PyTorch itself registers these kernels
+    extends: str | None = None
+    description: str = ""
+    unsupported_dtype: UnsupportedDtypeRule | None = None
+
+    def policy_of(self, op: str) -> Policy | None:
+        entry = self.ops.get(op)
+        return entry.policy if entry else None
+
+    def ops_with(self, policy: Policy) -> tuple[str, ...]:
+        return tuple(sorted(o for o, e in self.ops.items() if e.policy is policy))
+
+    def policy_table(self) -> dict[str, str]:
+        return {op: self.ops[op].policy.value for op in sorted(self.ops)}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+# ---------------------------------------------------------------------------
+# Sample inputs: a tiny, declarative argument language (see spec/README.md)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """A tensor to materialize. ``dtype`` "float" means: the floating dtype under test."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float"
+    domain: str = "normal"
+    requires_grad: bool = False
+
+    @property
+    def is_test_float(self) -> bool:
+        return self.dtype == "float"
+
+
+@dataclass(frozen=True)
+class DtypeArg:
+    """A ``torch.dtype`` literal argument, e.g. ``dtype=torch.float16``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class ListArg:
+    items: tuple[Arg, ...]
+
+
+@dataclass(frozen=True)
+class Literal:
+    value: Any  # int, float, bool, str or None
+
+
+Arg = Union[TensorArg, DtypeArg, ListArg, Literal]
+
+
+@dataclass(frozen=True)
+class Sample:
+    args: tuple[Arg, ...]
+    kwargs: Mapping[str, Arg]
+    loc: SourceLoc
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A public function reaching an op: ``torch.mm``, ``Tensor.mm``, ``torch.nn.functional.linear``.
+
+    With ``sample`` None the entry point takes the op's own sample arguments.
+    """
+
+    name: str
+    sample: Sample | None = None
+
+    @property
+    def is_method(self) -> bool:
+        return self.name.startswith("Tensor.")
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """Device-independent facts about one op: how to call it, how to compare it."""
+
+    op: str
+    samples: tuple[Sample, ...]
+    entry_points: tuple[EntryPoint, ...]
+    loc: SourceLoc
+    tolerance: Mapping[str, Tolerance] = field(default_factory=frozen_map)
+    append_dtype_target: str | None = None  # fp32_append_dtype: the overload called
+    nondeterministic: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    floating_only: bool
+    never_cast: tuple[str, ...]
+    same_device_only: bool
+
+
+@dataclass(frozen=True)
+class CacheRule:
+    """The weight-cast cache (``cached_cast`` in autocast_mode.cpp)."""
+
+    source_dtypes: tuple[str, ...]
+    leaf_only: bool
+    requires_grad_only: bool
+    policies: tuple[Policy, ...]
+    cleared_at: str  # "outermost_exit"
+
+
+@dataclass(frozen=True)
+class ContextRules:
+    thread_local: bool
+    new_thread_enabled: bool
+    nesting_restores_state: bool
+    exception_restores_state: bool
+
+
+@dataclass(frozen=True)
+class Rules:
+    eligibility: Eligibility
+    out_of_place_only: bool
+    cache: CacheRule
+    context: ContextRules
+    default_tolerance: Mapping[str, Tolerance]
+    loc: SourceLoc
+    mandatory_core: tuple[str, ...] = ()  # test categories a vendor cannot waive
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """A declared difference between a compiler/JIT mode and eager autocast for one op."""
+
+    op: str
+    dtype: str | None
+    observed: str  # what the mode gives: an output dtype name, or "error"
+    reason: str
+
+
+@dataclass(frozen=True)
+class JitLimitation:
+    id: str
+    summary: str
+    mode: str  # script | trace | compile | eager
+    expect: str  # error | ignored | works | differs
+    torch_versions: str
+    source: str
+    loc: SourceLoc
+    message: str | None = None
+    documented: str | None = None  # what the documentation says, when it differs
+    differs: tuple[Divergence, ...] = ()
+    devices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModeDivergences:
+    """Per execution mode, the op policy results that differ from eager autocast."""
+
+    mode: str
+    divergences: tuple[Divergence, ...]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The whole spec for one torch version: devices, rules, op catalog, JIT data."""
+
+    torch_version: str
+    devices: Mapping[str, DeviceSpec]
+    rules: Rules
+    ops: Mapping[str, OpInfo]
+    files: tuple[str, ...]
+    content_hash: str
+    limitations: tuple[JitLimitation, ...] = ()
+    mode_divergences: Mapping[str, ModeDivergences] = field(default_factory=frozen_map)
+
+    def device(self, name: str) -> DeviceSpec:
+        try:
+            return self.devices[name]
+        except KeyError:
+            known = ", ".join(sorted(self.devices))
+            raise KeyError(f"no device {name!r} in the spec (known: {known})") from None
+
+    def op_info(self, op: str) -> OpInfo | None:
+        return self.ops.get(op)

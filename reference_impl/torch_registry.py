@@ -1,0 +1,76 @@
+"""What the installed torch knows: its version, its operators, its Autocast kernels."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import torch
+
+_VERSION_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_release(version: str) -> tuple[int, int, int]:
+    """``"2.13.0+cpu"`` -> ``(2, 13, 0)``; pre-release and local parts are ignored."""
+    m = _VERSION_RE.match(version.strip())
+    if not m:
+        raise ValueError(f"not a torch version: {version!r}")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+def installed_torch_version() -> str:
+    """The installed torch's release, without local tags: ``"2.13.0"``."""
+    return ".".join(str(p) for p in parse_release(torch.__version__))
+
+
+@functools.lru_cache(maxsize=1)
+def all_op_names() -> frozenset[str]:
+    """Every operator overload the dispatcher knows, e.g. ``aten::mm``, ``aten::add.Tensor``."""
+    return frozenset(torch._C._dispatch_get_all_op_names())
+
+
+def op_exists(op: str) -> bool:
+    return op in all_op_names()
+
+
+def autocast_registrations(dispatch_key: str) -> frozenset[str]:
+    """The ops with a kernel on ``dispatch_key`` (e.g. ``AutocastCUDA``) in this process."""
+    try:
+        return frozenset(torch._C._dispatch_get_registrations_for_dispatch_key(dispatch_key))
+    except RuntimeError:
+        return frozenset()
+
+
+def split_op_name(op: str) -> tuple[str, str, str]:
+    """``aten::conv_transpose2d.input`` -> ``("aten", "conv_transpose2d", "input")``."""
+    ns, _, rest = op.partition("::")
+    name, _, overload = rest.partition(".")
+    return ns, name, overload
+
+
+def op_overload(op: str) -> torch._ops.OpOverload:
+    """The callable ``torch.ops`` handle of a dispatcher op name."""
+    ns, name, overload = split_op_name(op)
+    packet = getattr(getattr(torch.ops, ns), name)
+    return getattr(packet, overload or "default")  # type: ignore[no-any-return]
+
+
+def op_schema(op: str) -> torch._C.FunctionSchema:
+    return op_overload(op)._schema
+
+
+def inplace_variant(op: str) -> str | None:
+    """``aten::log`` -> ``aten::log_`` when the registry has it."""
+    ns, name, overload = split_op_name(op)
+    candidate = f"{ns}::{name}_" + (f".{overload}" if overload else "")
+    return candidate if op_exists(candidate) else None
+
+
+def out_variant(op: str) -> str | None:
+    """``aten::log`` -> ``aten::log.out``; ``aten::pow.Tensor_Scalar`` -> ``...Tensor_Scalar_out``."""
+    ns, name, overload = split_op_name(op)
+    candidates = [f"{ns}::{name}.{overload}_out"] if overload else [f"{ns}::{name}.out"]
+    for c in candidates:
+        if op_exists(c):
+            return c
+    return None
