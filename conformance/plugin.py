@@ -1,0 +1,1 @@
+"""pytest plugin: ``pytest conformance --backend <device>`` (built out in conformance/)."""

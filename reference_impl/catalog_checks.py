@@ -1,0 +1,70 @@
+"""Checks that the op catalog's samples and entry points really work.
+
+Shared by ``tests/test_op_catalog.py`` and ``autocast-spec validate --run-samples``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+
+import torch
+
+from .probe.observe import autograd_key_for, device_is_real, intercept, tensor_context
+from .samples import (
+    call_entry_point,
+    call_op,
+    entry_point_sample,
+    materialize,
+)
+from .spec.model import EntryPoint, OpInfo, Sample, Spec
+
+
+def devices_of(spec: Spec, op: str) -> list[str]:
+    """The built-in devices whose spec lists ``op``, cpu first."""
+    devs = [d for d, ds in spec.devices.items() if ds.builtin and op in ds.ops]
+    return sorted(devs, key=lambda d: (d != "cpu", d != "cuda", d))
+
+
+def run_device_for(spec: Spec, op: str) -> str:
+    """Where a sample of ``op`` can run here: cpu if cpu lists it or it has a CPU kernel."""
+    devs = devices_of(spec, op)
+    if "cpu" in devs:
+        return "cpu"
+    for d in devs:
+        if device_is_real(d):
+            return d
+    return devs[0] if devs else "cpu"
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def run_sample(op: str, sample: Sample, device: str, dtype: torch.dtype) -> None:
+    """Call the op with the sample, no autocast; FakeTensors where the device is absent."""
+    fake = not device_is_real(device)
+    with quiet(), tensor_context(device, fake):
+        m = materialize(sample, dtype, device)
+        call_op(op, m)
+
+
+def entry_point_reaches_op(
+    spec: Spec, info: OpInfo, ep: EntryPoint, device: str, dispatch_key: str
+) -> bool:
+    """Calling ``ep`` reaches ``info.op`` right below Autocast (with autocast on)."""
+    from .probe.observe import _Intercepted, raw_autocast
+
+    fake = not device_is_real(device)
+    sample = entry_point_sample(ep, info.samples)
+    with quiet(), tensor_context(device, fake):
+        m = materialize(sample, torch.float32, device)
+        lower = torch.bfloat16 if device == "cpu" else torch.float16
+        with raw_autocast(device, lower), intercept(info.op, autograd_key_for(dispatch_key)) as calls:
+            with contextlib.suppress(_Intercepted):
+                call_entry_point(ep, m)
+    return any(c.op == info.op for c in calls)

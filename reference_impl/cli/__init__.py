@@ -1,0 +1,1 @@
+"""The ``autocast-spec`` command line."""

@@ -1,0 +1,57 @@
+"""Shared pieces of the subcommands: errors, spec loading, output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..spec.loader import load_spec
+from ..spec.model import Spec
+from ..spec.problems import SpecError
+
+EXIT_OK = 0
+EXIT_DIFF = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A user error: printed as one line (per problem), exit code 2, never a traceback."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def add_spec_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--spec",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="spec file or directory (repeatable); default: the bundled spec",
+    )
+    p.add_argument(
+        "--torch-version",
+        metavar="X.Y",
+        help="describe this torch version instead of the installed one",
+    )
+
+
+def load_or_fail(paths: list[Path] | None, torch_version: str | None = None) -> Spec:
+    try:
+        return load_spec(paths, torch_version=torch_version)
+    except SpecError as e:
+        raise UsageError(*(str(p) for p in e.problems)) from None
+
+
+def device_or_fail(spec: Spec, device: str) -> None:
+    if device not in spec.devices:
+        raise UsageError(
+            f"--device {device}: no such device in the spec; choose one of: "
+            + ", ".join(sorted(spec.devices))
+        )
+
+
+def write_out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")

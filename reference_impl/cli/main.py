@@ -1,0 +1,48 @@
+"""Entry point of ``autocast-spec``. Each subcommand is a module with add_parser()."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .common import EXIT_USAGE, UsageError
+
+# Subcommand modules, in help order. Each defines add_parser(subparsers).
+SUBCOMMANDS = ["validate", "list_cmd"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="autocast-spec",
+        description="The autocast spec: validate it, list it, probe a backend, diff and compare.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"{__package__}.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.run(args))
+    except UsageError as e:
+        for line in e.lines:
+            sys.stderr.write(f"error: {line}\n" if not line.startswith("autocast-spec") else f"{line}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
