@@ -81,6 +81,9 @@ def read_yaml(path: Path, display: str | None = None) -> YamlDocument:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 0
         what = e.problem or str(e)
+        ctx = e.context_mark
+        if ctx is not None and ctx.line + 1 != line and e.context:
+            what += f" ({e.context} at line {ctx.line + 1})"
         raise SpecProblem(name, line, f"YAML syntax error: {what}") from None
     except yaml.YAMLError as e:
         raise SpecProblem(name, 0, f"YAML syntax error: {e}") from None
