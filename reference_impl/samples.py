@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 from .spec.model import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
 from .torch_registry import op_overload
@@ -77,7 +78,12 @@ def _values(arg: TensorArg, gen: torch.Generator) -> torch.Tensor:
 def make_tensor(arg: TensorArg, float_dtype: torch.dtype, device: str, gen: torch.Generator) -> torch.Tensor:
     base = _values(arg, gen)
     dtype = float_dtype if arg.is_test_float else dtype_of(arg.dtype)
-    t = base.to(dtype).to(device)
+    if is_fake(base) and torch.device(device).type != "cpu":
+        # FakeTensors carry no values, and a CPU-only build cannot move one to
+        # an absent device: make the fake tensor on that device directly.
+        t = torch.empty(arg.shape, dtype=dtype, device=device)
+    else:
+        t = base.to(dtype).to(device)
     if arg.requires_grad and (t.is_floating_point() or t.is_complex()):
         t.requires_grad_(True)
     return t
