@@ -53,9 +53,7 @@ def run_sample(op: str, sample: Sample, device: str, dtype: torch.dtype) -> None
         call_op(op, m)
 
 
-def entry_point_reaches_op(
-    spec: Spec, info: OpInfo, ep: EntryPoint, device: str, dispatch_key: str
-) -> bool:
+def entry_point_reaches_op(spec: Spec, info: OpInfo, ep: EntryPoint, device: str, dispatch_key: str) -> bool:
     """Calling ``ep`` reaches ``info.op`` right below Autocast (with autocast on)."""
     from .probe.observe import _Intercepted, raw_autocast
 
@@ -64,7 +62,10 @@ def entry_point_reaches_op(
     with quiet(), tensor_context(device, fake):
         m = materialize(sample, torch.float32, device)
         lower = torch.bfloat16 if device == "cpu" else torch.float16
-        with raw_autocast(device, lower), intercept(info.op, autograd_key_for(dispatch_key)) as calls:
-            with contextlib.suppress(_Intercepted):
-                call_entry_point(ep, m)
+        with (
+            raw_autocast(device, lower),
+            intercept(info.op, autograd_key_for(dispatch_key)) as calls,
+            contextlib.suppress(_Intercepted),
+        ):
+            call_entry_point(ep, m)
     return any(c.op == info.op for c in calls)

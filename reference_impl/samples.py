@@ -120,9 +120,7 @@ def _build(arg: Arg, float_dtype: torch.dtype, device: str, gen: torch.Generator
     return arg.value
 
 
-def materialize(
-    sample: Sample, float_dtype: torch.dtype, device: str = "cpu", seed: int = 0
-) -> Materialized:
+def materialize(sample: Sample, float_dtype: torch.dtype, device: str = "cpu", seed: int = 0) -> Materialized:
     gen = torch.Generator().manual_seed(seed)
     args = tuple(_build(a, float_dtype, device, gen) for a in sample.args)
     kwargs = {k: _build(v, float_dtype, device, gen) for k, v in sample.kwargs.items()}
@@ -142,7 +140,7 @@ def resolve_entry_point(name: str) -> Callable[..., Any]:
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"{name} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj  # type: ignore[no-any-return,unused-ignore]
 
 
 def call_op(op: str, m: Materialized) -> Any:

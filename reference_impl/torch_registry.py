@@ -52,7 +52,8 @@ def op_overload(op: str) -> torch._ops.OpOverload:
     """The callable ``torch.ops`` handle of a dispatcher op name."""
     ns, name, overload = split_op_name(op)
     packet = getattr(getattr(torch.ops, ns), name)
-    return getattr(packet, overload or "default")  # type: ignore[no-any-return]
+    ov: torch._ops.OpOverload = getattr(packet, overload or "default")
+    return ov
 
 
 def op_schema(op: str) -> torch._C.FunctionSchema:

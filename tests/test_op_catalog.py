@@ -11,9 +11,7 @@ from reference_impl.spec.loader import load_spec
 SPEC = load_spec()
 LISTED = sorted({op for d in SPEC.devices.values() if d.builtin for op in d.ops})
 SAMPLES = [
-    pytest.param(op, i, id=f"{op}-{i}")
-    for op, info in SPEC.ops.items()
-    for i in range(len(info.samples))
+    pytest.param(op, i, id=f"{op}-{i}") for op, info in SPEC.ops.items() for i in range(len(info.samples))
 ]
 ENTRY_POINTS = [
     pytest.param(op, i, id=f"{op}-{ep.name}")

@@ -50,11 +50,19 @@ def test_vendor_file_extending_cuda_is_valid(capsys: pytest.CaptureFixture[str],
 BAD_INPUT = {
     "yaml-syntax": (VENDOR_HEADER + "ops:\n  fp32: [aten::exp\n", 8, "flow sequence at line 7"),
     "yaml-indent": (VENDOR_HEADER + "ops:\n  fp32: [aten::exp]\n bad: 1\n", 8, "YAML syntax error"),
-    "schema-missing-key": ("kind: device\ndevice: npu\nextends: cuda\n", 1, "'torch' is a required property"),
+    "schema-missing-key": (
+        "kind: device\ndevice: npu\nextends: cuda\n",
+        1,
+        "'torch' is a required property",
+    ),
     "schema-wrong-type": (VENDOR_HEADER + "supported_dtypes: float16\n", 6, "supported_dtypes"),
     "unknown-policy": (VENDOR_HEADER + "ops:\n  fp16: [aten::mm]\n", 6, "unknown policy 'fp16'"),
     "unknown-dtype": (VENDOR_HEADER + "default_dtype: float17\n", 6, "float17"),
-    "unknown-op": (VENDOR_HEADER + "ops:\n  fp32:\n    - aten::layer_nrom\n", 8, "did you mean aten::layer_norm"),
+    "unknown-op": (
+        VENDOR_HEADER + "ops:\n  fp32:\n    - aten::layer_nrom\n",
+        8,
+        "did you mean aten::layer_norm",
+    ),
     "two-policies": (
         VENDOR_HEADER + "ops:\n  fp32: [aten::exp]\n  promote:\n    - aten::exp\n",
         9,
@@ -65,7 +73,11 @@ BAD_INPUT = {
         8,
         "banned op aten::mse_loss has no 'message'",
     ),
-    "remove-unlisted": (VENDOR_HEADER + "remove:\n  - aten::add.Tensor\n", 7, "does not list aten::add.Tensor"),
+    "remove-unlisted": (
+        VENDOR_HEADER + "remove:\n  - aten::add.Tensor\n",
+        7,
+        "does not list aten::add.Tensor",
+    ),
     "duplicate-key": (VENDOR_HEADER + "device: npu2\n", 6, "duplicate key 'device'"),
 }
 
@@ -115,7 +127,14 @@ def test_list_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "list", "--device", "xpu", "--format", "json")
     assert code == 0
     data = json.loads(out)
-    assert {"device", "torch", "default_dtype", "supported_dtypes", "ops", "jit_limitations"} <= set(data)
+    assert {
+        "device",
+        "torch",
+        "default_dtype",
+        "supported_dtypes",
+        "ops",
+        "jit_limitations",
+    } <= set(data)
     assert data["device"] == "xpu"
     assert data["ops"]["aten::mm"] == "lower_precision_fp"
     assert "aten::cudnn_convolution" not in data["ops"]  # removed by xpu.yaml over cuda

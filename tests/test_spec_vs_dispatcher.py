@@ -44,8 +44,12 @@ def test_spec_lists_exactly_the_registered_ops(spec: Spec, device: str) -> None:
     registered = autocast_registrations(ds.dispatch_key)
     listed = set(ds.ops)
     assert registered, f"torch registers no {ds.dispatch_key} kernels: wrong key?"
-    assert not (listed - registered), f"{device}: in spec, no {ds.dispatch_key} kernel: {sorted(listed - registered)}"
-    assert not (registered - listed), f"{device}: {ds.dispatch_key} kernel, not in spec: {sorted(registered - listed)}"
+    assert not (listed - registered), (
+        f"{device}: in spec, no {ds.dispatch_key} kernel: {sorted(listed - registered)}"
+    )
+    assert not (registered - listed), (
+        f"{device}: {ds.dispatch_key} kernel, not in spec: {sorted(registered - listed)}"
+    )
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda", "xpu", "mps", "mtia", "maia"])

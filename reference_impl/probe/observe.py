@@ -24,7 +24,6 @@ autocast raises          banned (the message is recorded)
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -177,9 +176,7 @@ def _value_for(arg: torch._C.Argument, make: Callable[[int], torch.Tensor], inde
     raise TypeError(f"cannot synthesize an argument of type {t}")
 
 
-def synthesize_call(
-    op: str, make: Callable[[int], torch.Tensor]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def synthesize_call(op: str, make: Callable[[int], torch.Tensor]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Positional and keyword arguments for the required parameters of ``op``."""
     schema = op_overload(op)._schema
     args: list[Any] = []
@@ -208,7 +205,8 @@ def synthesize_call(
 def autograd_key_for(dispatch_key: str) -> torch._C.DispatchKey:
     """``AutocastCUDA`` -> ``DispatchKey.AutogradCUDA``: the key right below Autocast."""
     suffix = dispatch_key.removeprefix("Autocast")
-    return getattr(torch._C.DispatchKey, "Autograd" + suffix)  # type: ignore[no-any-return]
+    key: torch._C.DispatchKey = getattr(torch._C.DispatchKey, "Autograd" + suffix)
+    return key
 
 
 @contextlib.contextmanager
@@ -314,7 +312,11 @@ def observe_op(
     b_dtypes = call_b.float_dtypes()
     if call_b.op != op and call_b.has_dtype_value(f32):
         return Observation(
-            op, device, Policy.FP32_APPEND_DTYPE, f"redispatched to {call_b.op}", append_target=call_b.op
+            op,
+            device,
+            Policy.FP32_APPEND_DTYPE,
+            f"redispatched to {call_b.op}",
+            append_target=call_b.op,
         )
     if call_b.op == op and b_dtypes and all(d == f32 for d in b_dtypes):
         return Observation(op, device, Policy.FP32, "lower inputs cast to float32")

@@ -46,8 +46,10 @@ def registry_problems(
             continue
         for i, item in enumerate(doc.data.get("remove") or []):
             op = item if isinstance(item, str) else item.get("op")
-            if isinstance(op, str) and op not in names and not (
-                isinstance(item, dict) and (item.get("since") or item.get("until"))
+            if (
+                isinstance(op, str)
+                and op not in names
+                and not (isinstance(item, dict) and (item.get("since") or item.get("until")))
             ):
                 probs.append(SpecProblem(doc.file, doc.line_of(("remove", i)), unknown_op_message(op)))
     return sorted(set(probs), key=SpecProblem.sort_key) if probs else []
@@ -59,7 +61,11 @@ def limitation_problems(limitations: Sequence[JitLimitation]) -> list[SpecProble
     for lim in limitations:
         if lim.id in seen:
             probs.append(
-                SpecProblem(lim.loc.file, lim.loc.line, f"limitation id {lim.id!r} also at {seen[lim.id].loc}")
+                SpecProblem(
+                    lim.loc.file,
+                    lim.loc.line,
+                    f"limitation id {lim.id!r} also at {seen[lim.id].loc}",
+                )
             )
         seen[lim.id] = lim
         if lim.expect == "error" and not lim.message:
@@ -68,6 +74,10 @@ def limitation_problems(limitations: Sequence[JitLimitation]) -> list[SpecProble
             )
         if lim.expect == "differs" and not lim.differs:
             probs.append(
-                SpecProblem(lim.loc.file, lim.loc.line, f"{lim.id}: expect 'differs' needs 'differs' entries")
+                SpecProblem(
+                    lim.loc.file,
+                    lim.loc.line,
+                    f"{lim.id}: expect 'differs' needs 'differs' entries",
+                )
             )
     return probs

@@ -72,7 +72,8 @@ def bundled_spec_dir() -> Path:
 @lru_cache(maxsize=1)
 def load_schema() -> dict[str, Any]:
     path = bundled_spec_dir() / SCHEMA_FILE
-    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def spec_files(paths: Iterable[Path]) -> list[Path]:
@@ -103,27 +104,24 @@ def _path_text(path: Sequence[str | int]) -> str:
 
 
 def _friendly(err: jsonschema.ValidationError) -> str:
+    schema: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
     where = _path_text(list(err.absolute_path))
     inst = err.instance
     if err.validator == "additionalProperties":
-        extra = sorted(set(inst) - set(err.schema.get("properties", {}))) if isinstance(
-            inst, dict
-        ) else []
-        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(inst) - set(schema.get("properties", {}))) if isinstance(inst, dict) else []
+        allowed = sorted(schema.get("properties", {}))
         path = list(err.absolute_path)
         if path and path[-1] == "ops" and allowed and set(allowed) <= {p.value for p in Policy}:
             return (
-                f"{where}: unknown policy {', '.join(map(repr, extra))}; "
-                f"known policies: {', '.join(allowed)}"
+                f"{where}: unknown policy {', '.join(map(repr, extra))}; known policies: {', '.join(allowed)}"
             )
         return f"{where}: unknown key {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
     if err.validator == "enum":
-        return f"{where}: {inst!r} is not one of {', '.join(map(str, err.validator_value))}"
+        choices = ", ".join(str(v) for v in err.validator_value)  # type: ignore[union-attr]
+        return f"{where}: {inst!r} is not one of {choices}"
     if err.validator == "pattern":
-        desc = err.schema.get("description")
-        if "dtype" in str(err.schema.get("pattern", "")) or "float16" in str(
-            err.schema.get("pattern", "")
-        ):
+        desc = schema.get("description")
+        if "dtype" in str(schema.get("pattern", "")) or "float16" in str(schema.get("pattern", "")):
             return f"{where}: unknown dtype {inst!r}"
         return f"{where}: {inst!r} is not valid" + (f" ({desc})" if desc else "")
     if err.validator == "required":
@@ -224,9 +222,7 @@ def _build_raw_device(doc: YamlDocument, version: str, probs: list[SpecProblem])
                     )
                 )
             if policy is not Policy.BANNED and e.get("message"):
-                probs.append(
-                    SpecProblem(doc.file, line, f"{op}: 'message' is only for banned ops")
-                )
+                probs.append(SpecProblem(doc.file, line, f"{op}: 'message' is only for banned ops"))
             if not version_in(version, e.get("since"), e.get("until")):
                 continue
             ops[op] = OpPolicy(
@@ -256,9 +252,7 @@ def _build_raw_device(doc: YamlDocument, version: str, probs: list[SpecProblem])
         )
         if k in d
     }
-    return _RawDevice(
-        doc, d["device"], d.get("extends"), ops, removes, fields, SourceLoc(doc.file, 1)
-    )
+    return _RawDevice(doc, d["device"], d.get("extends"), ops, removes, fields, SourceLoc(doc.file, 1))
 
 
 def _resolve_devices(raw: Mapping[str, _RawDevice], probs: list[SpecProblem]) -> dict[str, DeviceSpec]:
@@ -294,7 +288,9 @@ def _resolve_devices(raw: Mapping[str, _RawDevice], probs: list[SpecProblem]) ->
             ops, pfields = parent
             # inherited: dtypes, unsupported-dtype rule, description; never the key or builtin
             fields = {
-                k: v for k, v in pfields.items() if k in ("default_dtype", "supported_dtypes", "unsupported_dtype")
+                k: v
+                for k, v in pfields.items()
+                if k in ("default_dtype", "supported_dtypes", "unsupported_dtype")
             }
         for op, line in r.removes:
             if op not in ops:
@@ -395,9 +391,7 @@ def _build_ops(doc: YamlDocument) -> dict[str, OpInfo]:
                 eps.append(EntryPoint(ep["call"], _build_sample(doc, (*base, "entry_points", i), ep)))
         out[op] = OpInfo(
             op=op,
-            samples=tuple(
-                _build_sample(doc, (*base, "samples", i), s) for i, s in enumerate(d["samples"])
-            ),
+            samples=tuple(_build_sample(doc, (*base, "samples", i), s) for i, s in enumerate(d["samples"])),
             entry_points=tuple(eps),
             loc=SourceLoc(doc.file, doc.line_of(base)),
             tolerance=_tolerances(d.get("tolerance")),
@@ -489,7 +483,7 @@ def _read_all(files: Sequence[Path], probs: list[SpecProblem]) -> list[YamlDocum
 
 
 def _files_for(paths: Sequence[Path] | None) -> tuple[list[Path], list[SpecProblem]]:
-    probs = []
+    probs: list[SpecProblem] = []
     if not paths:
         return spec_files([bundled_spec_dir()]), probs
     user = []
@@ -584,9 +578,7 @@ def load_spec(
     for d in col.ops:
         for op, info in _build_ops(d).items():
             if op in ops:
-                probs.append(
-                    SpecProblem(d.file, info.loc.line, f"{op} already has samples at {ops[op].loc}")
-                )
+                probs.append(SpecProblem(d.file, info.loc.line, f"{op} already has samples at {ops[op].loc}"))
                 continue
             ops[op] = info
 
@@ -612,9 +604,7 @@ def load_spec(
         files=tuple(d.file for d in docs),
         content_hash=content_hash(Path(f) for f in files),
         limitations=tuple(limitations),
-        mode_divergences=frozen_map(
-            {m: ModeDivergences(m, tuple(xs)) for m, xs in sorted(divs.items())}
-        ),
+        mode_divergences=frozen_map({m: ModeDivergences(m, tuple(xs)) for m, xs in sorted(divs.items())}),
     )
 
 

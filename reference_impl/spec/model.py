@@ -135,7 +135,7 @@ class Literal:
     value: Any  # int, float, bool, str or None
 
 
-Arg = Union[TensorArg, DtypeArg, ListArg, Literal]
+Arg = Union[TensorArg, DtypeArg, ListArg, Literal]  # noqa: UP007 (a runtime alias)
 
 
 @dataclass(frozen=True)

@@ -44,9 +44,11 @@ def _convert(node: yaml.Node, path: PathKey, lines: dict[PathKey, int]) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node)) if not isinstance(
-                key_node, yaml.ScalarNode
-            ) else _scalar(key_node)
+            key = (
+                yaml.safe_load(yaml.serialize(key_node))
+                if not isinstance(key_node, yaml.ScalarNode)
+                else _scalar(key_node)
+            )
             if key in out:
                 raise _UniqueKeyError(str(key), key_node.start_mark.line + 1)
             child = (*path, key)
