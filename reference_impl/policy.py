@@ -1,0 +1,415 @@
+"""The pure policy engine: one op call under autocast -> its cast plan.
+
+Given a device spec, the shared rules, the autocast state and an op call's
+arguments, :func:`decide` returns a :class:`CastPlan` saying which argument goes
+to which dtype, which dtype argument is set or appended, or that the call must
+raise. Nothing is cast or called here; the oracle (:mod:`reference_impl.oracle`)
+and the whole-program reference (:mod:`reference_impl.reference_autocast`) apply
+plans.
+
+The rules follow PyTorch's ``aten/src/ATen/autocast_mode.h`` / ``.cpp``:
+
+* ``is_eligible``: a defined tensor that is floating point, not float64 (the
+  spec's ``never_cast``) and on the autocast device (``is_autocast_eligible``).
+* ``cached_cast`` casts every eligible argument whose dtype differs from the
+  target: ``Tensor``, ``Tensor?`` and ``Tensor[]`` arguments; ``Tensor?[]``
+  (``index_put``'s indices) and non-tensor arguments pass through.
+* ``promote`` (``promote_type``/``prioritize``): start from the autocast dtype;
+  an eligible float32 argument makes float32; two different lower-precision
+  dtypes are an error.
+* ``fp32_set_opt_dtype``: when the first argument is eligible, every
+  ``ScalarType?`` argument left unset becomes float32; otherwise nothing changes.
+* ``fp32_append_dtype``: redispatch to the op's ``append_dtype_target`` overload
+  with a dtype appended: float32 when the first argument is eligible, else the
+  first argument's own dtype (``type_from_firstarg``).
+* ``banned``: raise the spec's message.
+* Mutable schemas (in-place, ``out=``) and ops the device spec does not list
+  are untouched.
+
+No op name or policy is written here: they all come from the spec model and
+the op schemas of the installed torch.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .samples import dtype_name, dtype_of
+from .spec.model import DeviceSpec, OpInfo, Policy, Rules
+from .torch_registry import op_overload
+
+Path = tuple[str | int, ...]
+
+PROMOTE_ERROR = "Unexpected floating ScalarType in at::autocast::prioritize"
+
+
+@dataclass(frozen=True)
+class AutocastState:
+    """The autocast state one op call sees: device type, lower dtype, on/off."""
+
+    device: str
+    dtype: torch.dtype
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class ArgCast:
+    """Cast the argument at ``path`` from ``from_dtype`` to ``to_dtype``.
+
+    ``path`` is ``("args", 0)``, ``("args", 0, 2)`` for the third tensor of a
+    list argument, or ``("kwargs", "weight")``. ``weight`` is True when the
+    argument is a weight-cache candidate under ``rules.cache`` (a float32 leaf
+    that requires grad, cast to the lower dtype by a caching policy); whether it
+    is really cached depends on ``cache_enabled`` in the running region.
+    """
+
+    path: Path
+    from_dtype: torch.dtype
+    to_dtype: torch.dtype
+    weight: bool = False
+
+
+@dataclass(frozen=True)
+class CastPlan:
+    """What autocast does to one op call.
+
+    ``set_dtype`` is the dtype written into the op's unset ``ScalarType?``
+    arguments (``fp32_set_opt_dtype``) or appended (``fp32_append_dtype``), at
+    ``dtype_paths``. With ``append_target`` set, the call goes to that overload.
+    ``raises`` is the error message of a call autocast refuses. ``reason`` says in
+    words why the plan is what it is (also why a call is untouched).
+    """
+
+    op: str
+    policy: Policy | None
+    casts: tuple[ArgCast, ...]
+    set_dtype: torch.dtype | None
+    append_target: str | None
+    raises: str | None
+    reason: str
+    dtype_paths: tuple[Path, ...] = ()
+
+    @property
+    def target_op(self) -> str:
+        """The overload actually called."""
+        return self.append_target or self.op
+
+    @property
+    def untouched(self) -> bool:
+        return not self.casts and self.set_dtype is None and self.raises is None and not self.append_target
+
+
+# ---------------------------------------------------------------------------
+# Op schemas: which argument slots hold tensors / optional dtypes
+# ---------------------------------------------------------------------------
+
+
+class SlotKind(enum.Enum):
+    TENSOR = "Tensor"
+    OPTIONAL_TENSOR = "Tensor?"
+    TENSOR_LIST = "Tensor[]"
+    OPTIONAL_DTYPE = "ScalarType?"
+    DTYPE = "ScalarType"
+    OTHER = "other"
+
+
+_KINDS = {
+    "Tensor": SlotKind.TENSOR,
+    "Optional[Tensor]": SlotKind.OPTIONAL_TENSOR,
+    "List[Tensor]": SlotKind.TENSOR_LIST,
+    "Optional[ScalarType]": SlotKind.OPTIONAL_DTYPE,
+    "ScalarType": SlotKind.DTYPE,
+}
+
+
+@dataclass(frozen=True)
+class Slot:
+    index: int
+    name: str
+    kind: SlotKind
+    kwarg_only: bool
+    has_default: bool
+    default: Any
+
+
+@dataclass(frozen=True)
+class OpSignature:
+    op: str
+    slots: tuple[Slot, ...]
+    mutable: bool
+
+    @property
+    def tensor_slots(self) -> tuple[Slot, ...]:
+        keep = (SlotKind.TENSOR, SlotKind.OPTIONAL_TENSOR, SlotKind.TENSOR_LIST)
+        return tuple(s for s in self.slots if s.kind in keep)
+
+    @property
+    def optional_dtype_slots(self) -> tuple[Slot, ...]:
+        return tuple(s for s in self.slots if s.kind is SlotKind.OPTIONAL_DTYPE)
+
+
+@functools.cache
+def signature(op: str) -> OpSignature:
+    """The argument slots of a dispatcher op, from the installed torch's schema."""
+    schema = op_overload(op)._schema
+    slots = tuple(
+        Slot(
+            index=i,
+            name=a.name,
+            kind=_KINDS.get(str(a.real_type), SlotKind.OTHER),
+            kwarg_only=a.kwarg_only,
+            has_default=a.has_default_value(),
+            default=a.default_value if a.has_default_value() else None,
+        )
+        for i, a in enumerate(schema.arguments)
+    )
+    return OpSignature(op=op, slots=slots, mutable=bool(schema.is_mutable))
+
+
+def slot_value(slot: Slot, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Path | None, Any]:
+    """Where a slot's value was passed, and the value (``None`` path: not passed)."""
+    if not slot.kwarg_only and slot.index < len(args):
+        return ("args", slot.index), args[slot.index]
+    if slot.name in kwargs:
+        return ("kwargs", slot.name), kwargs[slot.name]
+    return None, None
+
+
+# ---------------------------------------------------------------------------
+# Eligibility (rules.eligibility)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Eligible:
+    """``is_eligible`` compiled from ``rules.eligibility`` for one device."""
+
+    device: str
+    floating_only: bool
+    never_cast: frozenset[torch.dtype]
+    same_device_only: bool
+
+    def __call__(self, t: Any) -> bool:
+        if not isinstance(t, torch.Tensor):
+            return False
+        if self.floating_only and not t.is_floating_point():
+            return False
+        if t.dtype in self.never_cast:
+            return False
+        return not (self.same_device_only and t.device.type != self.device)
+
+
+_ELIGIBLE: dict[tuple[int, str], Eligible] = {}
+
+
+def eligibility(rules: Rules, device: str) -> Eligible:
+    key = (id(rules.eligibility), device)
+    e = _ELIGIBLE.get(key)
+    if e is None:
+        r = rules.eligibility
+        e = Eligible(
+            device, r.floating_only, frozenset(dtype_of(n) for n in r.never_cast), r.same_device_only
+        )
+        _ELIGIBLE[key] = e
+    return e
+
+
+def is_weight(
+    t: torch.Tensor, to_dtype: torch.dtype, policy: Policy, state: AutocastState, rules: Rules
+) -> bool:
+    """A weight-cache candidate (``cached_cast``'s ``can_try_cache``, minus ``cache_enabled``)."""
+    c = rules.cache
+    if policy not in c.policies or to_dtype != state.dtype:
+        return False
+    if dtype_name(t.dtype) not in c.source_dtypes:
+        return False
+    if c.requires_grad_only and not t.requires_grad:
+        return False
+    if c.leaf_only and not t.is_leaf:
+        return False
+    # autocast_mode.h also refuses views and CUDA-graph cached tensors.
+    return not t._is_view() and not torch._C._is_cached_tensor(t)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------
+# The decision
+# ---------------------------------------------------------------------------
+
+
+def _tensor_args(
+    sig: OpSignature, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> list[tuple[Path, torch.Tensor]]:
+    """Every tensor autocast's ``cached_cast`` would see, in argument order."""
+    out: list[tuple[Path, torch.Tensor]] = []
+    for slot in sig.tensor_slots:
+        path, value = slot_value(slot, args, kwargs)
+        if path is None or value is None:
+            continue
+        if slot.kind is SlotKind.TENSOR_LIST:
+            for j, item in enumerate(value):
+                if isinstance(item, torch.Tensor):
+                    out.append(((*path, j), item))
+        elif isinstance(value, torch.Tensor):
+            out.append((path, value))
+    return out
+
+
+def _first_arg(sig: OpSignature, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    if not sig.slots:
+        return None
+    return slot_value(sig.slots[0], args, kwargs)[1]
+
+
+def _untouched(op: str, policy: Policy | None, reason: str) -> CastPlan:
+    return CastPlan(op, policy, (), None, None, None, reason)
+
+
+def promote_type(
+    state: AutocastState, tensors: Sequence[torch.Tensor], eligible: Eligible
+) -> torch.dtype | str:
+    """``promote_type``: the widest eligible dtype, or the error message."""
+    current = state.dtype
+    for t in tensors:
+        if not eligible(t):
+            continue
+        nxt = t.dtype
+        if current == torch.float32 or nxt == torch.float32:
+            current = torch.float32
+        elif current == state.dtype and nxt == state.dtype:
+            current = state.dtype
+        else:
+            return PROMOTE_ERROR
+    return current
+
+
+def _casts(
+    tensors: Sequence[tuple[Path, torch.Tensor]],
+    to_dtype: torch.dtype,
+    policy: Policy,
+    state: AutocastState,
+    rules: Rules,
+    eligible: Eligible,
+) -> tuple[ArgCast, ...]:
+    return tuple(
+        ArgCast(path, t.dtype, to_dtype, is_weight(t, to_dtype, policy, state, rules))
+        for path, t in tensors
+        if eligible(t) and t.dtype != to_dtype
+    )
+
+
+def decide(
+    device: DeviceSpec,
+    rules: Rules,
+    state: AutocastState,
+    op: str,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    op_info: OpInfo | None = None,
+) -> CastPlan:
+    """The cast plan of ``op(*args, **kwargs)`` under ``state`` on ``device``."""
+    entry = device.ops.get(op)
+    if not state.enabled:
+        return _untouched(op, None, "autocast is disabled")
+    if state.device != device.device:
+        return _untouched(op, None, f"autocast state is for {state.device!r}, the spec for {device.device!r}")
+    if entry is None:
+        return _untouched(op, None, f"{op} is not listed by the {device.device} spec: falls through")
+    policy = entry.policy
+    sig = signature(op)
+    if rules.out_of_place_only and sig.mutable:
+        return _untouched(op, policy, f"{op} mutates an argument (in-place or out=): never autocast")
+    eligible = eligibility(rules, device.device)
+
+    if policy is Policy.BANNED:
+        msg = entry.message or f"{op} is banned under {device.device} autocast"
+        return CastPlan(op, policy, (), None, None, msg, "banned by the spec")
+
+    if policy in (Policy.LOWER_PRECISION_FP, Policy.FP32):
+        to = state.dtype if policy is Policy.LOWER_PRECISION_FP else torch.float32
+        casts = _casts(_tensor_args(sig, args, kwargs), to, policy, state, rules, eligible)
+        return CastPlan(
+            op, policy, casts, None, None, None, f"{policy}: eligible tensors to {dtype_name(to)}"
+        )
+
+    if policy is Policy.PROMOTE:
+        tensors = _tensor_args(sig, args, kwargs)
+        widest = promote_type(state, [t for _, t in tensors], eligible)
+        if isinstance(widest, str):
+            return CastPlan(op, policy, (), None, None, widest, "promote: mixed lower-precision dtypes")
+        casts = _casts(tensors, widest, policy, state, rules, eligible)
+        return CastPlan(
+            op, policy, casts, None, None, None, f"promote: widest eligible type {dtype_name(widest)}"
+        )
+
+    first = _first_arg(sig, args, kwargs)
+    first_ok = eligible(first)
+
+    if policy is Policy.FP32_SET_OPT_DTYPE:
+        if not first_ok:
+            return _untouched(op, policy, "fp32_set_opt_dtype: first argument not eligible")
+        unset = tuple(
+            path if path is not None else ("kwargs", s.name)
+            for s in sig.optional_dtype_slots
+            for path, value in [slot_value(s, args, kwargs)]
+            if value is None
+        )
+        if not unset:
+            return _untouched(op, policy, "fp32_set_opt_dtype: a dtype was given")
+        return CastPlan(op, policy, (), torch.float32, None, None, "fp32_set_opt_dtype: dtype=float32", unset)
+
+    if policy is Policy.FP32_APPEND_DTYPE:
+        target = op_info.append_dtype_target if op_info else None
+        if target is None:
+            raise ValueError(f"{op} is fp32_append_dtype but the op catalog gives no append_dtype_target")
+        if first_ok:
+            out = torch.float32
+        elif isinstance(first, torch.Tensor):
+            out = first.dtype
+        else:
+            raise TypeError(
+                f"{op}: fp32_append_dtype needs a tensor first argument, got {type(first).__name__}"
+            )
+        name = appended_arg(op, target)
+        return CastPlan(
+            op,
+            policy,
+            (),
+            out,
+            target,
+            None,
+            f"fp32_append_dtype: call {target} with dtype={dtype_name(out)}",
+            (("kwargs", name),),
+        )
+
+    raise AssertionError(f"unhandled policy {policy}")  # pragma: no cover - Policy is closed
+
+
+@functools.cache
+def appended_arg(op: str, target: str) -> str:
+    """The name of the dtype argument ``target`` has and ``op`` lacks."""
+    have = {s.name for s in signature(op).slots}
+    extra = [s for s in signature(target).slots if s.name not in have]
+    if len(extra) != 1 or extra[0].kind is not SlotKind.DTYPE:
+        raise ValueError(f"{target} is not {op} with one dtype argument appended")
+    return extra[0].name
+
+
+def expected_output_dtype(plan: CastPlan, state: AutocastState) -> torch.dtype | None:
+    """The dtype the op computes in under ``plan``; None when autocast leaves it alone."""
+    if plan.raises or plan.policy is None or not state.enabled:
+        return None
+    if plan.set_dtype is not None:
+        return plan.set_dtype
+    if plan.policy is Policy.LOWER_PRECISION_FP:
+        return state.dtype
+    if plan.policy is Policy.FP32:
+        return torch.float32
+    if plan.casts:
+        return plan.casts[0].to_dtype
+    return None
