@@ -166,6 +166,28 @@ def version_in(version: str, since: str | None, until: str | None) -> bool:
     return not (until and v >= parse_release(until))
 
 
+def nearest_covered_version(ranges: Iterable[str], version: str) -> str | None:
+    """The ``X.Y`` release closest to ``version`` that one of ``ranges`` contains.
+
+    Candidates are the releases the ranges mention and their neighbours (an
+    exclusive upper bound ``<2.14`` covers 2.13).
+    """
+    import re
+
+    target = parse_release(version)
+    candidates: set[tuple[int, int]] = set()
+    for r in ranges:
+        for major, minor in re.findall(r"(\d+)\.(\d+)", r):
+            for m in (int(minor) - 1, int(minor), int(minor) + 1):
+                if m >= 0:
+                    candidates.add((int(major), m))
+    covered = [c for c in candidates if any(specifier_contains(r, f"{c[0]}.{c[1]}") for r in ranges)]
+    if not covered:
+        return None
+    best = min(covered, key=lambda c: (abs((c[0] - target[0]) * 1000 + c[1] - target[1]), -c[1]))
+    return f"{best[0]}.{best[1]}"
+
+
 def specifier_contains(spec: str, version: str) -> bool:
     try:
         return SpecifierSet(spec).contains(version, prereleases=True)
@@ -557,8 +579,12 @@ def load_spec(
                 files[0].parent.as_posix() if files else "spec",
                 0,
                 f"no device spec describes torch {version} (the files cover {', '.join(ranges)}); "
-                "pass --torch-version to pick one, or probe this torch with "
-                "'autocast-spec probe --device D' to write one",
+                + (
+                    f"the nearest covered version is {near}: pass --torch-version {near} to use it, "
+                    if (near := nearest_covered_version(ranges, version))
+                    else "pass --torch-version to pick one, "
+                )
+                + "or probe this torch with 'autocast-spec probe --device D' to write one",
             )
         )
     devices = _resolve_devices(raw, probs)
@@ -606,6 +632,13 @@ def load_spec(
         limitations=tuple(limitations),
         mode_divergences=frozen_map({m: ModeDivergences(m, tuple(xs)) for m, xs in sorted(divs.items())}),
     )
+
+
+def device_torch_ranges(paths: Sequence[Path] | None = None) -> list[str]:
+    """The ``torch:`` ranges of the device files in ``paths`` (default: the bundled spec)."""
+    files, _ = _files_for(paths)
+    docs = _read_all(files, [])
+    return sorted({d.data["torch"] for d in docs if d.data.get("kind") == "device"})
 
 
 def content_hash(files: Iterable[Path]) -> str:

@@ -1,0 +1,146 @@
+"""``autocast-spec diff A B``: how autocast differs between two devices, spec trees or torch versions.
+
+Each side is one of:
+
+- a bundled device name: ``cuda``;
+- a spec file or directory: ``my-npu.yaml``, ``spec/`` (a file holding one device
+  compares that device; a directory compares every device, paired by name);
+- ``probe:D``: the installed torch's live autocast on device D;
+
+and a spec side may carry ``@X.Y`` to read it for another torch version
+(``cuda@2.12``, ``spec@2.11``); ``--torch-version`` sets that for both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from ..probe.device_spec import ProbeError, probe_device
+from ..spec.loader import load_spec
+from ..spec.model import Spec
+from ..spec.problems import SpecError, SpecProblem
+from ..spec.yaml_source import read_yaml
+from ..specdiff import PairingError, Side, SpecDiff, diff_sides, to_json, to_markdown
+from ..torch_registry import installed_torch_version, parse_release
+from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
+
+_VERSION_SUFFIX = re.compile(r"^(?P<base>.+)@(?P<version>\d+\.\d+(\.\d+)?)$")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "diff",
+        help="compare two devices, spec trees, torch versions, or a spec with a live backend",
+        description="Compare A with B. Each is a bundled device name (cuda), a spec file or "
+        "directory, or probe:D for the installed torch's live autocast on device D; a spec side "
+        "may end in @X.Y to read it for that torch version (cuda@2.12). Lists ops added, "
+        "removed and moved between policies, and changes of dtype defaults, supported dtypes, "
+        "rules, tolerances and JIT limitation outcomes.",
+    )
+    p.add_argument("a", metavar="A", help="the old side")
+    p.add_argument("b", metavar="B", help="the new side")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit 1 when there are differences, 0 when there are none (like git diff --exit-code)",
+    )
+    p.add_argument("--torch-version", metavar="X.Y", help="read both spec sides for this torch version")
+    p.set_defaults(run=run)
+
+
+def _one_line(e: SpecError, what: str) -> str:
+    """The first problem (it names file and line), with a count of the rest."""
+    first = str(e.problems[0]) if e.problems else f"{what}: invalid spec"
+    more = len(e.problems) - 1
+    tail = f" (+{more} more; run 'autocast-spec validate' on {what})" if more > 0 else ""
+    return f"{first}{tail}"
+
+
+def _same_release(a: str, b: str) -> bool:
+    return parse_release(a)[:2] == parse_release(b)[:2]
+
+
+def _load(paths: list[Path] | None, version: str, what: str) -> Spec:
+    try:
+        return load_spec(
+            paths,
+            torch_version=version,
+            check_registry=_same_release(version, installed_torch_version()),
+        )
+    except SpecError as e:
+        raise UsageError(_one_line(e, what)) from None
+
+
+def _is_device_file(path: Path) -> str | None:
+    """The device a single spec file describes, or None for other kinds of file."""
+    try:
+        data = read_yaml(path, str(path)).data
+    except SpecProblem:
+        return None
+    if isinstance(data, dict) and data.get("kind") == "device":
+        return str(data.get("device"))
+    return None
+
+
+def probe_side(device: str, base: Spec | None) -> Side:
+    bundled = base.devices.get(device) if base else None
+    try:
+        probed = probe_device(device, bundled)
+    except ProbeError as e:
+        raise UsageError(f"probe:{device}: {e}") from None
+    label = f"probe:{device} (torch {probed.torch_version})"
+    return Side(label, {device: probed.spec}, None, single=True)
+
+
+def _bundled_or_none(version: str) -> Spec | None:
+    try:
+        return load_spec(torch_version=version, check_registry=False)
+    except SpecError:
+        return None
+
+
+def resolve_side(text: str, torch_version: str | None) -> Side:
+    """``cuda``, ``cuda@2.12``, ``path/to/spec``, ``file.yaml@2.12`` or ``probe:D`` -> a Side."""
+    if text.startswith("probe:"):
+        device = text.removeprefix("probe:")
+        if not device:
+            raise UsageError(f"{text!r}: name the device to probe, e.g. probe:cuda")
+        return probe_side(device, _bundled_or_none(installed_torch_version()))
+    m = _VERSION_SUFFIX.match(text)
+    base = m.group("base") if m else text
+    version = (m.group("version") if m else None) or torch_version or installed_torch_version()
+    label = text if m or not torch_version else f"{text}@{torch_version}"
+    path = Path(base)
+    if path.exists():
+        spec = _load([path], version, base)
+        if path.is_file():
+            device = _is_device_file(path)
+            if device is not None:
+                return Side(label, {device: spec.devices[device]}, spec, single=True)
+        return Side(label, dict(spec.devices), spec, single=False)
+    if "/" in base or base.endswith((".yaml", ".yml", ".json")):
+        raise UsageError(f"{base}: no such file or directory")
+    spec = _load(None, version, f"bundled spec for torch {version}")
+    if base not in spec.devices:
+        raise UsageError(
+            f"{base!r} is not a bundled device ({', '.join(sorted(spec.devices))}), a spec file or "
+            "directory, or probe:DEVICE"
+        )
+    return Side(label, {base: spec.devices[base]}, spec, single=True)
+
+
+def compute(a: str, b: str, torch_version: str | None = None) -> SpecDiff:
+    side_a, side_b = resolve_side(a, torch_version), resolve_side(b, torch_version)
+    try:
+        return diff_sides(side_a, side_b)
+    except PairingError as e:
+        raise UsageError(str(e)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    d = compute(args.a, args.b, args.torch_version)
+    write_out(to_json(d) if args.format == "json" else to_markdown(d))
+    return EXIT_DIFF if args.exit_code and not d.identical else EXIT_OK

@@ -1,0 +1,101 @@
+"""``autocast-spec probe --device D``: write the installed torch's autocast for D as a spec file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from ..probe.device_spec import ProbedDevice, ProbeError, probe_device, probed_data, probed_yaml
+from ..spec.loader import device_torch_ranges, load_spec, nearest_covered_version
+from ..spec.model import DeviceSpec
+from ..spec.problems import SpecError
+from ..torch_registry import installed_torch_version
+from .common import EXIT_OK, UsageError, write_out
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "probe",
+        help="observe the installed torch's autocast on a device and write it as a spec",
+        description="Observe the installed torch's autocast on DEVICE (dispatcher registrations, "
+        "then each op's policy: real tensors where the device is present, FakeTensors "
+        "otherwise) and print a device spec file ready for 'autocast-spec validate'. Facts that "
+        "cannot be observed on this machine are taken from the bundled spec and named in the "
+        "file's header (MAIA's policies; CUDA's dtype rules without a GPU).",
+    )
+    p.add_argument("--device", required=True, help="device to probe, e.g. cpu, cuda, xpu, mps, mtia")
+    p.add_argument(
+        "--policy-only",
+        action="store_true",
+        help="print only the op -> policy table instead of a whole device spec",
+    )
+    p.add_argument("--format", choices=["yaml", "json"], default="yaml")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
+    p.set_defaults(run=run)
+
+
+def bundled_device(device: str) -> DeviceSpec | None:
+    """The bundled spec's entry for ``device`` (installed torch, else the nearest covered version)."""
+    try:
+        return load_spec(check_registry=False).devices.get(device)
+    except SpecError:
+        near = nearest_covered_version(device_torch_ranges(), installed_torch_version())
+    if near is None:
+        return None
+    try:
+        return load_spec(torch_version=near, check_registry=False).devices.get(device)
+    except SpecError:
+        return None
+
+
+class _TerminalProgress:
+    """One rewritten status line on stderr, only when stderr is a terminal."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, i: int, total: int, op: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r\033[Kprobing {self.device}: {i + 1}/{total} {op}")
+            sys.stderr.flush()
+
+    def done(self, probed: ProbedDevice, seconds: float) -> None:
+        if self.enabled:
+            sys.stderr.write(
+                f"\r\033[Kprobed {self.device}: {len(probed.spec.ops)} ops in {seconds:.1f} s\n"
+            )
+        for note in probed.borrowed:
+            sys.stderr.write(f"note: not observed here: {note}\n")
+        for op in probed.unresolved:
+            sys.stderr.write(f"warning: no policy for {op} (left out of the spec)\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    progress = _TerminalProgress(args.device)
+    start = time.perf_counter()
+    try:
+        probed = probe_device(args.device, bundled_device(args.device), progress=progress)
+    except ProbeError as e:
+        raise UsageError(f"--device {args.device}: {e}") from None
+    progress.done(probed, time.perf_counter() - start)
+    if args.policy_only:
+        table = probed.spec.policy_table()
+        text = json.dumps(table, indent=2) if args.format == "json" else "".join(
+            f"{op}: {pol}\n" for op, pol in table.items()
+        )
+    elif args.format == "json":
+        text = json.dumps(probed_data(probed), indent=2)
+    else:
+        text = probed_yaml(probed)
+    if args.output:
+        try:
+            args.output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"--output {args.output}: {e.strerror}") from None
+    else:
+        write_out(text)
+    return EXIT_OK

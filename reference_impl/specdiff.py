@@ -1,0 +1,374 @@
+"""The difference between two autocast specs (or two devices of specs), as data.
+
+Pure functions: :func:`diff_sides` takes two :class:`Side` values (built by the
+``diff`` command from a bundled device name, a spec path or a live probe) and
+returns a :class:`SpecDiff`; :func:`to_json` and :func:`to_markdown` render it.
+Nothing here knows any op or policy: everything compared comes from the sides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .spec.model import DeviceSpec, JitLimitation, Rules, Spec, Tolerance
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison.
+
+    ``devices`` holds one device (a device comparison) or several (a whole-spec
+    comparison, devices paired by name). ``spec`` supplies rules, tolerances and
+    JIT limitations; it is None for a live probe, which observes only the device.
+    """
+
+    label: str
+    devices: Mapping[str, DeviceSpec]
+    spec: Spec | None
+    single: bool
+
+    @property
+    def device(self) -> DeviceSpec:
+        (only,) = self.devices.values()
+        return only
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    op: str
+    policy: str
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class OpMove:
+    op: str
+    before: str
+    after: str
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """A named value that differs: ``before``/``after`` is None where a side lacks it."""
+
+    key: str
+    before: Any
+    after: Any
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class SpecDiff:
+    a: str
+    b: str
+    added: tuple[OpEntry, ...] = ()
+    removed: tuple[OpEntry, ...] = ()
+    changed: tuple[OpMove, ...] = ()
+    banned_messages: tuple[Change, ...] = ()
+    defaults: tuple[Change, ...] = ()
+    supported_added: tuple[Change, ...] = ()  # key: dtype
+    supported_removed: tuple[Change, ...] = ()
+    devices_added: tuple[str, ...] = ()
+    devices_removed: tuple[str, ...] = ()
+    rules: tuple[Change, ...] = ()
+    tolerances: tuple[Change, ...] = ()
+    jit_limitations: tuple[Change, ...] = ()
+    not_compared: tuple[str, ...] = ()
+    paired: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def identical(self) -> bool:
+        return not any(
+            (
+                self.added,
+                self.removed,
+                self.changed,
+                self.banned_messages,
+                self.defaults,
+                self.supported_added,
+                self.supported_removed,
+                self.devices_added,
+                self.devices_removed,
+                self.rules,
+                self.tolerances,
+                self.jit_limitations,
+            )
+        )
+
+
+class PairingError(ValueError):
+    """The sides cannot be compared (a named device is missing on the other side)."""
+
+
+# ---------------------------------------------------------------------------
+# Comparison
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Acc:
+    added: list[OpEntry] = field(default_factory=list)
+    removed: list[OpEntry] = field(default_factory=list)
+    changed: list[OpMove] = field(default_factory=list)
+    messages: list[Change] = field(default_factory=list)
+    defaults: list[Change] = field(default_factory=list)
+    sup_added: list[Change] = field(default_factory=list)
+    sup_removed: list[Change] = field(default_factory=list)
+
+
+def _diff_device(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> None:
+    for op in sorted(set(a.ops) | set(b.ops)):
+        ea, eb = a.ops.get(op), b.ops.get(op)
+        if ea is None and eb is not None:
+            acc.added.append(OpEntry(op, eb.policy.value, tag))
+        elif eb is None and ea is not None:
+            acc.removed.append(OpEntry(op, ea.policy.value, tag))
+        elif ea is not None and eb is not None:
+            if ea.policy is not eb.policy:
+                acc.changed.append(OpMove(op, ea.policy.value, eb.policy.value, tag))
+            elif ea.message != eb.message:
+                acc.messages.append(Change(op, ea.message, eb.message, tag))
+    if a.default_dtype != b.default_dtype:
+        acc.defaults.append(Change("default_dtype", a.default_dtype, b.default_dtype, tag))
+    ua, ub = a.unsupported_dtype, b.unsupported_dtype
+    if (ua and ua.action) != (ub and ub.action):
+        acc.defaults.append(
+            Change("unsupported_dtype.action", ua and ua.action, ub and ub.action, tag)
+        )
+    if (ua and ua.message) != (ub and ub.message):
+        acc.defaults.append(
+            Change("unsupported_dtype.message", ua and ua.message, ub and ub.message, tag)
+        )
+    for dt in b.supported_dtypes:
+        if dt not in a.supported_dtypes:
+            acc.sup_added.append(Change(dt, None, dt, tag))
+    for dt in a.supported_dtypes:
+        if dt not in b.supported_dtypes:
+            acc.sup_removed.append(Change(dt, dt, None, tag))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "value") and not isinstance(value, (str, int, float, bool)):
+        return value.value  # enums
+    return value
+
+
+def _flatten_rules(rules: Rules) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, obj: Any) -> None:
+        for f in dataclasses.fields(obj):
+            if f.name in ("loc", "default_tolerance"):
+                continue
+            v = getattr(obj, f.name)
+            key = f"{prefix}{f.name}"
+            if dataclasses.is_dataclass(v):
+                walk(key + ".", v)
+            else:
+                out[key] = _plain(v)
+
+    walk("", rules)
+    return out
+
+
+def _tolerances(spec: Spec) -> dict[str, dict[str, float]]:
+    def tol(t: Tolerance) -> dict[str, float]:
+        return {"atol": t.atol, "rtol": t.rtol}
+
+    out = {f"default/{dt}": tol(t) for dt, t in spec.rules.default_tolerance.items()}
+    for op, info in spec.ops.items():
+        out.update({f"{op}/{dt}": tol(t) for dt, t in info.tolerance.items()})
+    return out
+
+
+def _limitations(spec: Spec, device: str | None) -> dict[str, str]:
+    def applies(lim: JitLimitation) -> bool:
+        return device is None or not lim.devices or device in lim.devices
+
+    return {lim.id: f"{lim.mode}: {lim.expect}" for lim in spec.limitations if applies(lim)}
+
+
+def _diff_maps(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Change]:
+    return [
+        Change(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)
+    ]
+
+
+def _pairs(a: Side, b: Side) -> tuple[list[tuple[DeviceSpec, DeviceSpec]], list[str], list[str]]:
+    if a.single and b.single:
+        return [(a.device, b.device)], [], []
+    if a.single or b.single:
+        one, other = (a, b) if a.single else (b, a)
+        name = one.device.device
+        if name not in other.devices:
+            known = ", ".join(sorted(other.devices))
+            raise PairingError(
+                f"{other.label} has no device {name!r} to compare with {one.label} (it has: {known})"
+            )
+        pair = (one.device, other.devices[name])
+        return [pair if a.single else (pair[1], pair[0])], [], []
+    common = sorted(set(a.devices) & set(b.devices))
+    return (
+        [(a.devices[n], b.devices[n]) for n in common],
+        sorted(set(b.devices) - set(a.devices)),
+        sorted(set(a.devices) - set(b.devices)),
+    )
+
+
+def diff_sides(a: Side, b: Side) -> SpecDiff:
+    """Everything that differs from ``a`` to ``b``."""
+    pairs, dev_added, dev_removed = _pairs(a, b)
+    multi = not (a.single or b.single)
+    acc = _Acc()
+    for da, db in pairs:
+        _diff_device(da, db, da.device if multi else None, acc)
+
+    rules: list[Change] = []
+    tols: list[Change] = []
+    lims: list[Change] = []
+    not_compared: list[str] = []
+    if a.spec is not None and b.spec is not None:
+        rules = _diff_maps(_flatten_rules(a.spec.rules), _flatten_rules(b.spec.rules))
+        tols = _diff_maps(_tolerances(a.spec), _tolerances(b.spec))
+        dev_a = pairs[0][0].device if len(pairs) == 1 and not multi else None
+        dev_b = pairs[0][1].device if len(pairs) == 1 and not multi else None
+        lims = _diff_maps(_limitations(a.spec, dev_a), _limitations(b.spec, dev_b))
+    else:
+        live = a.label if a.spec is None else b.label
+        not_compared.append(
+            f"rules, tolerances and JIT limitations: {live} observes only the device's op policies "
+            "and dtype rules"
+        )
+    return SpecDiff(
+        a=a.label,
+        b=b.label,
+        added=tuple(acc.added),
+        removed=tuple(acc.removed),
+        changed=tuple(acc.changed),
+        banned_messages=tuple(acc.messages),
+        defaults=tuple(acc.defaults),
+        supported_added=tuple(acc.sup_added),
+        supported_removed=tuple(acc.sup_removed),
+        devices_added=tuple(dev_added),
+        devices_removed=tuple(dev_removed),
+        rules=tuple(rules),
+        tolerances=tuple(tols),
+        jit_limitations=tuple(lims),
+        not_compared=tuple(not_compared),
+        paired=tuple((x.device, y.device) for x, y in pairs),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------
+
+
+def _with_device(d: dict[str, Any], device: str | None) -> dict[str, Any]:
+    return {"device": device, **d} if device is not None else d
+
+
+def to_data(d: SpecDiff) -> dict[str, Any]:
+    """The JSON shape (keep it stable): ``{"ops": {"added", "removed", "changed"}, ...}``."""
+
+    def change(c: Change, name: str = "key") -> dict[str, Any]:
+        return _with_device({name: c.key, "from": c.before, "to": c.after}, c.device)
+
+    return {
+        "a": d.a,
+        "b": d.b,
+        "identical": d.identical,
+        "ops": {
+            "added": [_with_device({"op": e.op, "policy": e.policy}, e.device) for e in d.added],
+            "removed": [_with_device({"op": e.op, "policy": e.policy}, e.device) for e in d.removed],
+            "changed": [
+                _with_device({"op": m.op, "from": m.before, "to": m.after}, m.device) for m in d.changed
+            ],
+        },
+        "banned_messages": [change(c, "op") for c in d.banned_messages],
+        "defaults": [change(c, "field") for c in d.defaults],
+        "supported_dtypes": {
+            "added": [_with_device({"dtype": c.key}, c.device) for c in d.supported_added],
+            "removed": [_with_device({"dtype": c.key}, c.device) for c in d.supported_removed],
+        },
+        "devices": {"added": list(d.devices_added), "removed": list(d.devices_removed)},
+        "rules": [change(c, "field") for c in d.rules],
+        "tolerances": [change(c) for c in d.tolerances],
+        "jit_limitations": [change(c, "id") for c in d.jit_limitations],
+        "not_compared": list(d.not_compared),
+    }
+
+
+def to_json(d: SpecDiff) -> str:
+    return json.dumps(to_data(d), indent=2)
+
+
+def _code(v: Any) -> str:
+    if v is None:
+        return "—"
+    text = json.dumps(v) if not isinstance(v, str) else v
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return f"`{text}`"
+
+
+def _dev(device: str | None) -> str:
+    return f"{device}: " if device else ""
+
+
+def to_markdown(d: SpecDiff) -> str:
+    """A review comment: a summary line, then one table per kind of change."""
+    lines = [f"### autocast spec diff: `{d.a}` → `{d.b}`", ""]
+    if d.identical:
+        lines.append("No differences.")
+    else:
+        counts = [
+            (len(d.added), "ops added"),
+            (len(d.removed), "ops removed"),
+            (len(d.changed), "ops moved between policies"),
+            (len(d.defaults) + len(d.supported_added) + len(d.supported_removed), "dtype changes"),
+            (len(d.banned_messages), "banned-op messages changed"),
+            (len(d.devices_added) + len(d.devices_removed), "devices added/removed"),
+            (len(d.rules), "rule changes"),
+            (len(d.tolerances), "tolerance changes"),
+            (len(d.jit_limitations), "JIT limitation changes"),
+        ]
+        lines.append("**" + ", ".join(f"{n} {what}" for n, what in counts if n) + "**")
+    op_rows = (
+        [f"| added | {_dev(e.device)}`{e.op}` | — | {e.policy} |" for e in d.added]
+        + [f"| removed | {_dev(e.device)}`{e.op}` | {e.policy} | — |" for e in d.removed]
+        + [f"| moved | {_dev(m.device)}`{m.op}` | {m.before} | {m.after} |" for m in d.changed]
+    )
+    if op_rows:
+        lines += ["", "| change | op | before | after |", "|---|---|---|---|", *op_rows]
+
+    def table(title: str, head: str, rows: list[str]) -> None:
+        if rows:
+            lines.extend(["", f"**{title}**", "", f"| {head} | before | after |", "|---|---|---|", *rows])
+
+    def rows(changes: tuple[Change, ...]) -> list[str]:
+        return [f"| {_dev(c.device)}{c.key} | {_code(c.before)} | {_code(c.after)} |" for c in changes]
+
+    dtype_rows = rows(d.defaults) + [
+        f"| {_dev(c.device)}supported_dtypes | — | {_code(c.key)} |" for c in d.supported_added
+    ] + [f"| {_dev(c.device)}supported_dtypes | {_code(c.key)} | — |" for c in d.supported_removed]
+    table("Dtypes", "field", dtype_rows)
+    table("Banned-op messages", "op", rows(d.banned_messages))
+    table(
+        "Devices",
+        "device",
+        [f"| {n} | — | present |" for n in d.devices_added]
+        + [f"| {n} | present | — |" for n in d.devices_removed],
+    )
+    table("Rules", "field", rows(d.rules))
+    table("Tolerances", "op/dtype", rows(d.tolerances))
+    table("JIT limitations", "id", rows(d.jit_limitations))
+    for note in d.not_compared:
+        lines += ["", f"_Not compared: {note}._"]
+    return "\n".join(lines) + "\n"
