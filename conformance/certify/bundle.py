@@ -1,0 +1,387 @@
+"""The certification bundle: what ``--certify DIR`` writes and ``verify-bundle`` reads.
+
+Layout of DIR::
+
+    results.jsonl        one line per finished test, appended as the run goes
+    results.json         every test: stable id, status, category, policy, op, note
+    collected.json       the test ids collected at certification time, with categories
+    certification.json   suite version, spec hash, options, counts, verdict, stale entries
+    environment.json     torch version and build, device, driver, Python, OS
+    junit.xml            the same results for CI tools
+    summary.md           counts per category and per policy
+    expectations.yaml    a copy of the expectations file (when one was given)
+    spec/N/...           copies of the spec files given with --spec
+    logs/                worker event files and output
+    manifest.json        sha256 of every file above
+
+Writing is in :func:`write_bundle`; the checks of a bundle are pure functions
+(:func:`check_bundle`) over what was read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import shutil
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from .expectations import FAILING, STATUSES, Expectations
+
+BUNDLE_FORMAT = 1
+MANIFEST = "manifest.json"
+RESULTS = "results.json"
+RESULTS_LOG = "results.jsonl"
+COLLECTED = "collected.json"
+CERTIFICATION = "certification.json"
+ENVIRONMENT = "environment.json"
+JUNIT = "junit.xml"
+SUMMARY = "summary.md"
+EXPECTATIONS_COPY = "expectations.yaml"
+SPEC_COPY = "spec"
+LOGS = "logs"
+
+
+class BundleError(Exception):
+    """A bundle directory that cannot be written or read: one line saying why and what to do."""
+
+
+@dataclass
+class TestResult:
+    id: str  # stable test id (independent of rootdir and invocation directory)
+    status: str
+    category: str | None = None
+    policy: str | None = None
+    op: str | None = None
+    dtype: str | None = None
+    duration: float = 0.0
+    note: str = ""
+    expectation: str | None = None  # the entry applied: "waiver 'glob' (file:line)"
+    detail: str = ""  # failure text (truncated)
+
+
+@dataclass
+class CollectedTest:
+    id: str
+    category: str | None = None
+    policy: str | None = None
+    op: str | None = None
+    dtype: str | None = None
+
+
+# ---------------------------------------------------------------------------
+# Directory handling
+# ---------------------------------------------------------------------------
+
+
+def prepare_dir(path: Path, overwrite: bool) -> None:
+    """Create DIR, or refuse a non-empty one unless ``overwrite``."""
+    if path.exists() and not path.is_dir():
+        raise BundleError(f"--certify {path}: exists and is not a directory; choose another path")
+    if path.is_dir() and any(path.iterdir()):
+        if not overwrite:
+            raise BundleError(
+                f"--certify {path}: the directory is not empty; choose a new directory "
+                "or add --certify-overwrite to replace its contents"
+            )
+        for child in path.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def bundle_files(root: Path) -> list[str]:
+    """Every file of the bundle except the manifest, as sorted relative posix paths."""
+    manifest = root / MANIFEST
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p != manifest)
+
+
+def write_manifest(root: Path) -> None:
+    files = {rel: sha256_file(root / rel) for rel in bundle_files(root)}
+    (root / MANIFEST).write_text(json.dumps({"sha256": files}, indent=1, sort_keys=True) + "\n")
+
+
+def copy_spec_files(paths: Sequence[str], dest: Path) -> list[str]:
+    """Copy each ``--spec`` path (file or directory) to ``dest/N/``; return the new paths."""
+    out = []
+    for i, p in enumerate(paths):
+        src = Path(p)
+        target = dest / str(i)
+        target.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            for f in sorted(src.rglob("*.yaml")):
+                rel = f.relative_to(src)
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target / rel)
+            out.append(target.as_posix())
+        else:
+            shutil.copyfile(src, target / src.name)
+            out.append((target / src.name).as_posix())
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Environment
+# ---------------------------------------------------------------------------
+
+
+def environment(device: str | None) -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "torch": {
+            "version": torch.__version__,
+            "git_version": getattr(torch.version, "git_version", None),
+            "cuda": getattr(torch.version, "cuda", None),
+            "hip": getattr(torch.version, "hip", None),
+            "debug": bool(getattr(torch.version, "debug", False)),
+            "build_config": _safe(lambda: torch.__config__.show()),
+        },
+        "device": {"type": device},
+    }
+    if device:
+        mod: Any = getattr(torch, device, None)
+        info = env["device"]
+        info["available"] = _safe(lambda: bool(mod.is_available())) if mod is not None else False
+        if info["available"] is True:
+            info["count"] = _safe(lambda: int(mod.device_count()))
+            info["name"] = _safe(lambda: str(mod.get_device_name(0)))
+            info["capability"] = _safe(lambda: list(mod.get_device_capability(0)))
+        if device == "cuda":
+            info["driver"] = _safe(lambda: torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
+        info["privateuse1_backend"] = _safe(lambda: torch._C._get_privateuse1_backend_name())
+    return env
+
+
+def _safe(fn: Any) -> Any:
+    try:
+        return fn()
+    except Exception as e:  # what a backend lacks is reported, never fatal
+        return f"unavailable ({type(e).__name__})"
+
+
+# ---------------------------------------------------------------------------
+# Renderings
+# ---------------------------------------------------------------------------
+
+
+def counts(results: Iterable[TestResult]) -> dict[str, int]:
+    c = Counter(r.status for r in results)
+    return {s: c.get(s, 0) for s in STATUSES}
+
+
+def render_junit(results: Sequence[TestResult], suite_name: str) -> str:
+    c = counts(results)
+    failures = sum(c[s] for s in FAILING if s != "crash" and s != "timeout")
+    errors = c["crash"] + c["timeout"]
+    skipped = c["skip"] + c["not-supported"] + c["waived"] + c["xfail"]
+    total_time = sum(r.duration for r in results)
+    lines = [
+        '<?xml version="1.0" encoding="utf-8"?>',
+        f'<testsuites><testsuite name={quoteattr(suite_name)} tests="{len(results)}" '
+        f'failures="{failures}" errors="{errors}" skipped="{skipped}" time="{total_time:.3f}">',
+    ]
+    for r in results:
+        file_part, _, name = r.id.partition("::")
+        classname = file_part.removesuffix(".py").replace("/", ".")
+        lines.append(
+            f"  <testcase classname={quoteattr(classname)} name={quoteattr(name or r.id)} "
+            f'time="{r.duration:.3f}">'
+        )
+        lines.append(
+            f'    <properties><property name="status" value={quoteattr(r.status)}/>'
+            + (f'<property name="category" value={quoteattr(r.category)}/>' if r.category else "")
+            + "</properties>"
+        )
+        msg = quoteattr(f"{r.status}: {r.note}".strip().rstrip(":"))
+        body = escape(r.detail or r.note)
+        if r.status in ("fail", "unexpected-pass"):
+            lines.append(f"    <failure message={msg}>{body}</failure>")
+        elif r.status in ("crash", "timeout"):
+            lines.append(f"    <error type={quoteattr(r.status)} message={msg}>{body}</error>")
+        elif r.status in ("skip", "not-supported", "waived", "xfail"):
+            lines.append(f"    <skipped type={quoteattr(r.status)} message={msg}/>")
+        lines.append("  </testcase>")
+    lines.append("</testsuite></testsuites>")
+    return "\n".join(lines) + "\n"
+
+
+def _table(title: str, key: str, results: Sequence[TestResult]) -> list[str]:
+    shown = [s for s in STATUSES if any(r.status == s for r in results)]
+    groups: dict[str, Counter[str]] = {}
+    for r in results:
+        groups.setdefault(getattr(r, key) or "(none)", Counter())[r.status] += 1
+    out = [f"## Per {title}", "", "| " + title + " | total | " + " | ".join(shown) + " |"]
+    out.append("|" + "---|" * (len(shown) + 2))
+    for g in sorted(groups):
+        c = groups[g]
+        out.append(f"| {g} | {sum(c.values())} | " + " | ".join(str(c.get(s, 0)) for s in shown) + " |")
+    return [*out, ""]
+
+
+def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> str:
+    c = counts(results)
+    verdict = meta.get("verdict", {})
+    opts = meta.get("options", {})
+    lines = [
+        "# Autocast conformance certification",
+        "",
+        f"- Verdict: **{'conformant' if verdict.get('conformant') else 'NOT conformant'}**"
+        + (f" ({'; '.join(verdict.get('reasons', []))})" if verdict.get("reasons") else ""),
+        f"- Backend: `{opts.get('backend')}`, dtypes `{opts.get('dtype')}`, "
+        f"policy-only: {opts.get('policy_only')}",
+        f"- Suite {meta.get('suite_version')}, spec hash `{meta.get('spec_hash')}`, "
+        f"torch {meta.get('torch_version')}",
+        f"- Tests: {len(results)}; " + ", ".join(f"{s} {n}" for s, n in c.items() if n),
+        "",
+    ]
+    lines += _table("category", "category", results)
+    lines += _table("policy", "policy", results)
+    bad = [r for r in results if r.status in FAILING]
+    if bad:
+        lines += ["## Not passing", ""]
+        lines += [f"- `{r.id}`: {r.status}" + (f" ({r.note})" if r.note else "") for r in bad[:200]]
+        if len(bad) > 200:
+            lines.append(f"- ... and {len(bad) - 200} more (see results.json)")
+        lines.append("")
+    declared = [r for r in results if r.status in ("waived", "xfail", "not-supported", "skip")]
+    if declared:
+        lines += ["## Declared exceptions", ""]
+        lines += [f"- `{r.id}`: {r.status}" + (f" ({r.note})" if r.note else "") for r in declared[:200]]
+        lines.append("")
+    stale = meta.get("stale_expectations") or []
+    if stale:
+        lines += ["## Stale expectations (match no test)", ""] + [f"- {s}" for s in stale] + [""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Verdict (shared by the certification run and verify-bundle)
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    conformant: bool
+    reasons: list[str] = field(default_factory=list)  # why not (or the caveats when conformant)
+
+
+def results_verdict(results: Sequence[TestResult], mandatory: Iterable[str]) -> Verdict:
+    """Conformant when nothing failed and every mandatory-core test passed."""
+    core = set(mandatory)
+    reasons = []
+    c = counts(results)
+    bad = {s: c[s] for s in STATUSES if s in FAILING and c[s]}
+    if bad:
+        reasons.append("not passing: " + ", ".join(f"{n} {s}" for s, n in bad.items()))
+    not_passed_core = [r for r in results if r.category in core and r.status != "pass"]
+    if not_passed_core:
+        r = not_passed_core[0]
+        reasons.append(
+            f"{len(not_passed_core)} mandatory-core test(s) did not pass (e.g. {r.id}: {r.status})"
+        )
+    if not results:
+        reasons.append("no tests ran")
+    return Verdict(not reasons, reasons)
+
+
+def expectation_consistency(
+    results: Sequence[TestResult], exp: Expectations, device: str | None
+) -> list[str]:
+    """Declared statuses that no entry of the expectations file accounts for."""
+    kinds = {"waived": "waiver", "xfail": "xfail", "not-supported": "not-supported"}
+    problems = []
+    for r in results:
+        kind = kinds.get(r.status)
+        if kind is None:
+            continue
+        entry = exp.for_test(r.id, device)
+        if entry is None or entry.status != kind:
+            if r.status == "xfail" and entry is None and r.note == "suite xfail":
+                continue
+            problems.append(f"{r.id}: status {r.status} but no {kind} entry of the expectations covers it")
+    return problems
+
+
+def check_ids(
+    results: Sequence[TestResult], collected: Sequence[str], regenerated: Sequence[str] | None
+) -> list[str]:
+    """Every test present exactly once, and the same list as collected (and regenerated)."""
+    problems = []
+    seen = Counter(r.id for r in results)
+    dups = sorted(i for i, n in seen.items() if n > 1)
+    if dups:
+        problems.append(f"{len(dups)} test(s) appear more than once in the results (e.g. {dups[0]})")
+    cdups = sorted(i for i, n in Counter(collected).items() if n > 1)
+    if cdups:
+        problems.append(f"{len(cdups)} test id(s) appear more than once in {COLLECTED} (e.g. {cdups[0]})")
+    for name, ids in (("collected at certification", collected), ("generated by the spec", regenerated)):
+        if ids is None:
+            continue
+        want = set(ids)
+        missing = sorted(want - set(seen))
+        extra = sorted(set(seen) - want)
+        if missing:
+            problems.append(f"{len(missing)} test(s) {name} have no result (e.g. {missing[0]})")
+        if extra:
+            problems.append(f"{len(extra)} result(s) are for tests not {name} (e.g. {extra[0]})")
+    return problems
+
+
+def bad_statuses(results: Sequence[TestResult]) -> list[str]:
+    odd = sorted({r.status for r in results if r.status not in STATUSES})
+    if odd:
+        return [f"unknown status(es) {', '.join(map(repr, odd))}; allowed: {', '.join(STATUSES)}"]
+    return []
+
+
+def manifest_problems(root: Path) -> list[str]:
+    """Files whose sha256 differs from the manifest, and files missing from or added to it."""
+    data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    listed: dict[str, str] = data.get("sha256", {})
+    present = set(bundle_files(root))
+    problems = []
+    for rel, digest in sorted(listed.items()):
+        if rel not in present:
+            problems.append(f"{rel}: listed in {MANIFEST} but missing")
+        elif sha256_file(root / rel) != digest:
+            problems.append(f"{rel}: sha256 does not match {MANIFEST} (the file was changed)")
+    for rel in sorted(present - set(listed)):
+        problems.append(f"{rel}: not listed in {MANIFEST} (added after certification)")
+    return problems
+
+
+def mandatory_categories_by_id(tests: Iterable[CollectedTest], mandatory: Iterable[str]) -> set[str]:
+    core = set(mandatory)
+    return {t.id for t in tests if t.category in core}
+
+
+def result_from_dict(d: Mapping[str, Any]) -> TestResult:
+    known = {f for f in TestResult.__dataclass_fields__}
+    return TestResult(**{k: v for k, v in d.items() if k in known})
+
+
+def to_json(obj: Any) -> str:
+    if isinstance(obj, list):
+        obj = [asdict(x) if hasattr(x, "__dataclass_fields__") else x for x in obj]
+    return json.dumps(obj, indent=1, sort_keys=True) + "\n"
