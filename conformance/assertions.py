@@ -1,0 +1,176 @@
+"""Shared assertions. A failure names what differs and prints a reproduction.
+
+The reproduction is a short Python snippet the reader can paste: the call with
+its inputs' shapes and dtypes on the device, under ``torch.autocast``, and what
+the spec expects next to what was observed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import torch
+
+from reference_impl.samples import Materialized, dtype_name
+from reference_impl.spec.model import Tolerance
+
+from .cases import Case
+from .runner import Outcome
+
+
+def _shape(t: torch.Tensor) -> str:
+    return f"{dtype_name(t.dtype)}{list(t.shape)}@{t.device.type}"
+
+
+def describe(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return _shape(v)
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(describe(x) for x in v)
+        return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+    if isinstance(v, torch.dtype):
+        return str(v)
+    return repr(v)
+
+
+def _literal(v: Any, names: list[str]) -> str:
+    if isinstance(v, torch.Tensor):
+        return names.pop(0)
+    if isinstance(v, list):
+        return "[" + ", ".join(_literal(x, names) for x in v) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_literal(x, names) for x in v) + ",)"
+    if isinstance(v, torch.dtype):
+        return str(v)
+    return repr(v)
+
+
+def _callable_text(case: Case, entry: str) -> str:
+    if entry.startswith("aten::"):
+        ns, _, rest = entry.partition("::")
+        name, _, overload = rest.partition(".")
+        return f"torch.ops.{ns}.{name}.{overload or 'default'}"
+    return entry
+
+
+def reproduction(case: Case, m: Materialized | None, entry: str | None = None, note: str = "") -> str:
+    """A copy-paste snippet for one call of ``case``."""
+    entry = entry or case.entry or case.op
+    lines = ["import torch"]
+    names: list[str] = []
+    if m is not None:
+        for i, t in enumerate(m.tensors()):
+            name = f"t{i}"
+            names.append(name)
+            make = (
+                f"torch.randn({tuple(t.shape)}).to(torch.{dtype_name(t.dtype)})"
+                if t.is_floating_point()
+                else f"torch.zeros({tuple(t.shape)}, dtype=torch.{dtype_name(t.dtype)})"
+            )
+            lines.append(f"{name} = {make}.to({t.device.type!r})")
+        pool = list(names)
+        args = [_literal(a, pool) for a in m.args]
+        args += [f"{k}={_literal(v, pool)}" for k, v in m.kwargs.items()]
+    else:
+        args = []
+    fn = _callable_text(case, entry)
+    if entry.startswith("Tensor.") and args:
+        call = f"{args[0]}.{entry.split('.', 1)[1]}({', '.join(args[1:])})"
+    else:
+        call = f"{fn}({', '.join(args)})"
+    if case.dtype:
+        lines.append(f"with torch.autocast({case.device!r}, dtype=torch.{case.dtype}):")
+        lines.append(f"    out = {call}")
+    else:
+        lines.append(f"out = {call}")
+    if note:
+        lines.append(f"# {note}")
+    return "\n".join("    " + ln for ln in lines)
+
+
+def fail(case: Case, what: str, m: Materialized | None = None, entry: str | None = None, **facts: Any) -> None:
+    detail = "\n".join(f"  {k}: {v}" for k, v in facts.items())
+    where = f"{case.op} via {entry or case.entry or case.op} on {case.device}"
+    dtype = f" under autocast({case.dtype})" if case.dtype else ""
+    inputs = f"\n  inputs: {describe(list(m.args))} {describe(m.kwargs) if m.kwargs else ''}" if m else ""
+    pytest.fail(
+        f"{what}: {where}{dtype}{inputs}\n{detail}\n  reproduce:\n{reproduction(case, m, entry)}",
+        pytrace=False,
+    )
+
+
+def _error_text(e: BaseException | None) -> str:
+    if e is None:
+        return "no error"
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first[:300]}"
+
+
+def assert_same_dtypes(
+    case: Case, native: Outcome, expected: Outcome, m: Materialized, entry: str | None = None, plan: str = ""
+) -> None:
+    """Native and reference outputs have the same dtypes (or both raise)."""
+    if expected.error is not None:
+        fail(case, "the reference could not run this sample (fix the op catalog)", m, entry,
+             reference_error=_error_text(expected.error))
+    if native.error is not None:
+        fail(case, "native autocast raised", m, entry, expected=expected.dtypes, observed=_error_text(native.error),
+             plan=plan)
+    # The aten op is compared output by output; another entry point (which may
+    # return fewer outputs, e.g. a loss without its auxiliary tensors) by its result.
+    got, want = native.dtypes, expected.dtypes
+    if entry is not None and entry != case.op:
+        got, want = got[:1], want[:1]
+    if got != want:
+        fail(case, "output dtype differs from the spec", m, entry, expected=", ".join(want),
+             observed=", ".join(got), plan=plan)
+
+
+def max_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    if a.numel() == 0:
+        return 0.0
+    d = (a.detach().double().cpu() - b.detach().double().cpu()).abs()
+    d = torch.where(torch.isnan(a.detach().double().cpu()) & torch.isnan(b.detach().double().cpu()),
+                    torch.zeros_like(d), d)
+    return float(d.nan_to_num(nan=float("inf")).max())
+
+
+def assert_close_outputs(
+    case: Case, native: Outcome, expected: Outcome, m: Materialized, tol: Tolerance | None, plan: str = ""
+) -> None:
+    """Native equals the reference: bitwise when ``tol`` is None, else within it."""
+    assert_same_dtypes(case, native, expected, m, plan=plan)
+    got, want = native.tensors(), expected.tensors()
+    if len(got) != len(want):
+        fail(case, "a different number of outputs", m, expected=len(want), observed=len(got))
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        if g.shape != w.shape:
+            fail(case, f"output {i} has another shape", m, expected=list(w.shape), observed=list(g.shape))
+        w_cpu = w.detach().to(g.device)
+        if tol is None:
+            ok = torch.equal(g.detach(), w_cpu) or bool(
+                ((g.detach() == w_cpu) | (torch.isnan(g.detach()) & torch.isnan(w_cpu))).all()
+            )
+            bound = "bitwise (same device)"
+        else:
+            ok = bool(torch.isclose(g.detach().double(), w_cpu.double(), rtol=tol.rtol, atol=tol.atol,
+                                    equal_nan=True).all())
+            bound = f"atol={tol.atol}, rtol={tol.rtol}"
+        if not ok:
+            fail(case, f"output {i} differs from the reference", m, tolerance=bound,
+                 max_abs_error=max_error(g, w_cpu), dtype=dtype_name(g.dtype), plan=plan)
+
+
+def assert_untouched(
+    case: Case, given: Sequence[str], arrived: Sequence[str] | None, m: Materialized | None, entry: str,
+    error: BaseException | None = None, why: str = "",
+) -> None:
+    """The tensors arriving below Autocast kept the dtypes they were given."""
+    if arrived is None:
+        fail(case, f"the call never reached {entry} below Autocast", m, entry, error=_error_text(error), why=why)
+        return
+    if list(given) != list(arrived):
+        fail(case, "autocast cast inputs it must leave alone", m, entry, given=", ".join(given),
+             arrived_below_autocast=", ".join(arrived), rule=why)

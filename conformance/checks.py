@@ -1,0 +1,254 @@
+"""The procedures behind each generated test: build inputs, run native and reference, compare.
+
+Tests call one function here and one assertion from :mod:`conformance.assertions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from reference_impl.probe.observe import synthesize_call
+from reference_impl.samples import Materialized, dtype_of, entry_point_sample
+from reference_impl.spec.model import EntryPoint, Sample, Tolerance
+
+from .cases import Case, other_device
+from .runner import (
+    Outcome,
+    call_entry,
+    capture,
+    intercepted,
+    make_inputs,
+    plan_for,
+    quiet,
+    resolve_mix,
+    run_native,
+    run_oracle,
+    tensor_dtypes,
+)
+from .target import Target
+
+
+def lower_of(case: Case) -> torch.dtype:
+    return dtype_of(case.dtype)
+
+
+def entry_sample(target: Target, case: Case, entry: str) -> Sample:
+    info = target.spec.ops[case.op]
+    if entry == case.op or entry.startswith("aten::"):
+        return info.samples[case.sample]
+    for ep in info.entry_points:
+        if ep.name == entry:
+            return entry_point_sample(ep, info.samples)
+    return entry_point_sample(EntryPoint(entry), info.samples)
+
+
+@dataclass
+class PolicyResult:
+    inputs: Materialized
+    native: Outcome
+    expected: Outcome
+    plan: str
+
+
+def _plan_text(target: Target, lower: torch.dtype, op: str, m: Materialized) -> str:
+    try:
+        p = plan_for(target, lower, op, m)
+    except Exception as e:  # the plan is context for the reader only
+        return f"(no plan: {e})"
+    casts = ", ".join(
+        f"{'.'.join(map(str, c.path))} {str(c.from_dtype)[6:]}->{str(c.to_dtype)[6:]}" for c in p.casts
+    )
+    extra = f"; dtype={str(p.set_dtype)[6:]}" if p.set_dtype is not None else ""
+    return f"{p.reason}" + (f" [{casts}]" if casts else "") + extra
+
+
+def policy_call(target: Target, case: Case, entry: str, mix: tuple[str, ...] | None = None) -> PolicyResult:
+    """Native autocast through ``entry`` vs the reference oracle on the same inputs.
+
+    The reference always calls the aten op itself: every entry point must behave
+    like the op it reaches.
+    """
+    lower = lower_of(case)
+    dtypes = resolve_mix(mix or case.mix, case.dtype)
+    sample = entry_sample(target, case, entry)
+    with target.tensors():
+        m = make_inputs(sample, dtypes, target.device, seed=case.sample)
+        native = run_native(target, lower, lambda: call_entry(case.op, entry, m))
+        if entry == case.op or sample is target.spec.ops[case.op].samples[case.sample]:
+            op_inputs = m
+        else:
+            op_inputs = m  # an entry point's own sample: the reference still gets these inputs
+        expected = _reference(target, lower, case.op, entry, op_inputs)
+        plan = _plan_text(target, lower, case.op, op_inputs)
+    return PolicyResult(m, native, expected, plan)
+
+
+def _reference(target: Target, lower: torch.dtype, op: str, entry: str, m: Materialized) -> Outcome:
+    """The oracle for the aten op; for another entry point, the oracle when the sample fits the op.
+
+    Entry points whose own sample does not fit the aten schema (``torch.nn.functional``
+    wrappers) are compared with the native call of the aten op instead, which the
+    op-policy test of the aten op itself checks against the oracle.
+    """
+    out = run_oracle(target, lower, op, m)
+    if out.error is None or entry == op:
+        return out
+    return run_native_reference_through_entry(target, lower, op, entry, m)
+
+
+def run_native_reference_through_entry(
+    target: Target, lower: torch.dtype, op: str, entry: str, m: Materialized
+) -> Outcome:
+    """Reference for an entry point whose arguments are not the op's: apply the op's plan.
+
+    Record the aten call the entry point makes below Autocast *with autocast off*,
+    then run the oracle on that call's arguments.
+    """
+    calls, err = intercepted(target, lower, op, lambda: call_entry(op, entry, m), enabled=False)
+    if not calls:
+        return Outcome(error=err or RuntimeError(f"{entry} does not reach {op}"))
+    c = calls[0]
+    with target.tensors():
+        return run_oracle(target, lower, c.op, Materialized(tuple(c.args), dict(c.kwargs)))
+
+
+def tolerance(target: Target, case: Case) -> Tolerance | None:
+    """None (bitwise) when the reference runs on the backend itself and the op is deterministic."""
+    info = target.spec.ops[case.op]
+    if target.reference_device == target.device and not info.nondeterministic:
+        return None
+    return info.tolerance.get(case.dtype) or target.spec.rules.default_tolerance.get(case.dtype)
+
+
+def numerics_call(target: Target, case: Case) -> PolicyResult:
+    """Native on the backend vs the oracle on the reference device (same seeded values)."""
+    lower = lower_of(case)
+    dtypes = resolve_mix(case.mix, case.dtype)
+    sample = target.spec.ops[case.op].samples[case.sample]
+    m = make_inputs(sample, dtypes, target.device, seed=case.sample)
+    native = run_native(target, lower, lambda: call_entry(case.op, case.op, m))
+    ref_dev = target.reference_device
+    rm = make_inputs(sample, dtypes, ref_dev, seed=case.sample) if ref_dev != target.device else m
+    if ref_dev == target.device:
+        expected = run_oracle(target, lower, case.op, rm)
+    else:
+        from reference_impl.oracle import oracle_call
+        from reference_impl.policy import AutocastState
+
+        from .runner import reference_spec
+
+        ref_spec = reference_spec(target)
+        state = AutocastState(target.device, lower)
+        # The plan is decided for the backend, then applied to reference-device tensors.
+        with quiet():
+            expected = capture(lambda: _oracle_on(ref_spec, state, case.op, rm, ref_dev, oracle_call))
+    return PolicyResult(m, native, expected, _plan_text(target, lower, case.op, m))
+
+
+def _oracle_on(spec: Any, state: Any, op: str, m: Materialized, device: str, oracle_call: Any) -> Any:
+    from dataclasses import replace
+
+    from reference_impl.policy import AutocastState
+
+    ref_state = AutocastState(device, state.dtype, True)
+    devices = dict(spec.devices)
+    devices[device] = replace(spec.device(state.device), device=device)
+    return oracle_call(replace(spec, devices=devices), ref_state, op, m.args, m.kwargs)
+
+
+# ---------------------------------------------------------------------------
+# Eligibility: calls autocast must leave alone
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Untouched:
+    inputs: Materialized | None
+    given: list[str]
+    arrived: list[str] | None
+    error: BaseException | None
+    entry: str
+    why: str
+
+
+def _arrived(calls: list[Any], name: str) -> list[str] | None:
+    for c in calls:
+        if c.op == name:
+            return tensor_dtypes([*c.args, *c.kwargs.values()])
+    return None
+
+
+def eligibility_call(target: Target, case: Case) -> Untouched:
+    """Call the op (or its in-place/out= variant) and record what reaches the kernel below Autocast."""
+    lower = lower_of(case)
+    sample = target.spec.ops[case.op].samples[0]
+    if case.variant == "other_device":
+        return _other_device_call(target, case, lower, sample)
+    with target.tensors():
+        m = make_inputs(sample, resolve_mix(case.mix, case.dtype), target.device)
+        args, kwargs = list(m.args), dict(m.kwargs)
+        entry = case.entry
+        if case.variant == "out":
+            kwargs.update(out_arguments(entry, next(t for t in m.tensors())))
+        m2 = Materialized(tuple(args), kwargs)
+        from reference_impl.torch_registry import op_overload
+
+        fn = op_overload(entry)
+        calls, err = intercepted(target, lower, entry, lambda: fn(*m2.args, **m2.kwargs))
+    why = {
+        "float64": "float64 is never cast (rules.eligibility.never_cast)",
+        "int64": "integer tensors are not floating point (rules.eligibility.floating_only)",
+        "bool": "bool tensors are not floating point (rules.eligibility.floating_only)",
+        "inplace": "in-place variants are not autocast (rules.out_of_place_only)",
+        "out": "out= variants are not autocast (rules.out_of_place_only)",
+    }[case.variant]
+    given = tensor_dtypes([*m2.args, *m2.kwargs.values()])
+    return Untouched(m2, given, _arrived(calls, entry), err, entry, why)
+
+
+def out_arguments(out_op: str, like: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The written-to keyword arguments of an ``out=`` overload (``out``, or ``Q``/``R``...)."""
+    from reference_impl.torch_registry import op_overload
+
+    return {
+        a.name: torch.empty_like(like)
+        for a in op_overload(out_op)._schema.arguments
+        if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+    }
+
+
+def _other_device_call(target: Target, case: Case, lower: torch.dtype, sample: Sample) -> Untouched:
+    """Tensors of another device type run as without autocast (their output dtypes match)."""
+    dev = other_device(target.device)
+    dtypes = resolve_mix(case.mix, case.dtype)
+    m = make_inputs(sample, dtypes, dev)
+    plain = capture(lambda: call_entry(case.op, case.op, m))
+    with quiet(), target.autocast(lower):
+        native = capture(lambda: call_entry(case.op, case.op, m))
+    why = f"tensors on {dev} are not on the autocast device (rules.eligibility.same_device_only)"
+    err = native.error if native.error is not None and plain.error is None else None
+    arrived = None if err is not None else list(native.dtypes)
+    return Untouched(m, list(plain.dtypes), arrived, err, case.op, why)
+
+
+def unlisted_call(target: Target, case: Case) -> Untouched:
+    """An op the device does not list: its inputs reach the kernel in the dtypes given."""
+    lower = lower_of(case)
+    dt = resolve_mix(case.mix, case.dtype)
+    with target.tensors():
+        info = target.spec.op_info(case.op)
+        if info is not None and info.samples:
+            m = make_inputs(info.samples[0], dt, target.device)
+        else:
+            args, kwargs = synthesize_call(case.op, lambda i: torch.ones(2, 2, dtype=dt[0], device=target.device))
+            m = Materialized(args, kwargs)
+        from reference_impl.torch_registry import op_overload
+
+        fn = op_overload(case.op)
+        calls, err = intercepted(target, lower, case.op, lambda: fn(*m.args, **m.kwargs))
+    given = tensor_dtypes([*m.args, *m.kwargs.values()])
+    why = f"{case.op} is not in the {target.device} spec: it must run in its input dtype"
+    return Untouched(m, given, _arrived(calls, case.op), err, case.op, why)

@@ -1,0 +1,185 @@
+"""Running one op call natively and through the reference, on the backend's tensors.
+
+The side effects of the suite live here: making tensors (real, or FakeTensors in
+policy-only mode), entering native autocast, calling entry points, and
+intercepting what arrives below the Autocast dispatch key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from reference_impl.oracle import oracle_call
+from reference_impl.policy import AutocastState, CastPlan, decide
+from reference_impl.probe.observe import Call, _Intercepted, autograd_key_for, intercept
+from reference_impl.samples import (
+    Materialized,
+    call_entry_point,
+    dtype_of,
+    materialize,
+    output_tensors,
+)
+from reference_impl.spec.model import EntryPoint, ListArg, Sample, Spec, TensorArg
+from reference_impl.torch_registry import op_overload
+
+from .target import Target
+
+# An input mix: the dtypes given to the sample's test-float tensors, in order
+# (the last one repeats). "lower" means the autocast dtype under test.
+Mix = tuple[str, ...]
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def resolve_mix(mix: Mix, lower: str) -> tuple[torch.dtype, ...]:
+    return tuple(dtype_of(lower if m == "lower" else m) for m in mix)
+
+
+def _recast(arg: Any, value: Any, dtypes: Sequence[torch.dtype], counter: list[int]) -> Any:
+    if isinstance(arg, TensorArg) and isinstance(value, torch.Tensor):
+        if not arg.is_test_float:
+            return value
+        k = counter[0]
+        counter[0] += 1
+        dt = dtypes[min(k, len(dtypes) - 1)]
+        if value.dtype == dt:
+            return value
+        return value.detach().to(dt).requires_grad_(value.requires_grad)
+    if isinstance(arg, ListArg) and isinstance(value, list):
+        return [_recast(a, v, dtypes, counter) for a, v in zip(arg.items, value, strict=True)]
+    return value
+
+
+def make_inputs(
+    sample: Sample, dtypes: Sequence[torch.dtype], device: str, seed: int = 0, requires_grad: bool = False
+) -> Materialized:
+    """The sample's arguments on ``device``, test-float tensors taking ``dtypes`` in order.
+
+    Call inside ``target.tensors(device)``.
+    """
+    base = materialize(sample, torch.float32, device, seed)
+    counter = [0]
+    args = tuple(_recast(a, v, dtypes, counter) for a, v in zip(sample.args, base.args, strict=True))
+    kwargs = {k: _recast(sample.kwargs[k], v, dtypes, counter) for k, v in base.kwargs.items()}
+    m = Materialized(args, kwargs)
+    if requires_grad:
+        for t in m.tensors():
+            if t.is_floating_point() and t.is_leaf:
+                t.requires_grad_(True)
+    return m
+
+
+def count_test_floats(sample: Sample) -> int:
+    def count(a: Any) -> int:
+        if isinstance(a, TensorArg):
+            return 1 if a.is_test_float else 0
+        if isinstance(a, ListArg):
+            return sum(count(x) for x in a.items)
+        return 0
+
+    return sum(count(a) for a in (*sample.args, *sample.kwargs.values()))
+
+
+def call_entry(op: str, entry: str, m: Materialized) -> Any:
+    """Call ``entry`` (a public entry point name, or the aten op itself)."""
+    if entry == op:
+        return op_overload(op)(*m.args, **m.kwargs)
+    return call_entry_point(EntryPoint(entry), m)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a call did: its output, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(str(t.dtype).removeprefix("torch.") for t in output_tensors(self.value))
+
+    def tensors(self) -> list[torch.Tensor]:
+        return output_tensors(self.value)
+
+
+def capture(fn: Callable[[], Any]) -> Outcome:
+    try:
+        return Outcome(value=fn())
+    except Exception as e:
+        return Outcome(error=e)
+
+
+def run_native(target: Target, lower: torch.dtype, fn: Callable[[], Any]) -> Outcome:
+    """``fn()`` under the backend's native autocast."""
+    with quiet(), target.autocast(lower):
+        return capture(fn)
+
+
+def reference_spec(target: Target) -> Spec:
+    """The spec the oracle reads, with the device spec named as the backend."""
+    if target.device in target.spec.devices:
+        return target.spec
+    devices = dict(target.spec.devices)
+    devices[target.device] = target.device_spec
+    return replace(target.spec, devices=devices)
+
+
+def state_for(target: Target, lower: torch.dtype, device: str | None = None) -> AutocastState:
+    return AutocastState(device or target.device, lower, True)
+
+
+def run_oracle(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Outcome:
+    """The reference: the spec's cast plan applied explicitly, kernels called below autocast."""
+    with quiet():
+        return capture(lambda: oracle_call(reference_spec(target), state_for(target, lower), op, m.args, m.kwargs))
+
+
+def plan_for(target: Target, lower: torch.dtype, op: str, m: Materialized) -> CastPlan:
+    spec = target.spec
+    return decide(target.device_spec, spec.rules, state_for(target, lower), op, m.args, m.kwargs, spec.op_info(op))
+
+
+def intercepted(
+    target: Target, lower: torch.dtype, op: str, fn: Callable[[], Any], enabled: bool = True
+) -> tuple[list[Call], BaseException | None]:
+    """The calls to ``op``'s name that arrive right below the backend's Autocast key.
+
+    A recording kernel at the Autograd key stops each call before any kernel
+    runs, so shapes do not matter and nothing executes.
+    """
+    key = autograd_key_for(target.dispatch_key)
+    error: BaseException | None = None
+    with quiet(), target.autocast(lower, enabled), intercept(op, key) as calls:
+        try:
+            fn()
+        except _Intercepted:
+            pass
+        except Exception as e:
+            error = e
+    return calls, error
+
+
+def tensor_dtypes(values: Sequence[Any]) -> list[str]:
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            out.append(str(v.dtype).removeprefix("torch."))
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+
+    for v in values:
+        walk(v)
+    return out

@@ -1,0 +1,112 @@
+"""Sub-plugin: parametrization from the spec, fixtures, and the state-leak check."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+import torch
+
+from reference_impl.samples import dtype_of
+
+from . import cases as gen
+from .hypothesis_profiles import register_profiles
+from .plugin import target_of
+from .state import restore, snapshot
+from .target import Target
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+POLICY_ONLY_REASON = "--policy-only: no kernels run on FakeTensors, so numeric results are not checked"
+
+
+def _in_suite(item: pytest.Item) -> bool:
+    try:
+        return Path(str(item.path)).resolve().parent == PACKAGE_DIR
+    except OSError:  # pragma: no cover
+        return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_profiles(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    from .plugin import TARGET_KEY
+
+    if TARGET_KEY in config.stash:
+        return "autocast conformance: " + config.stash[TARGET_KEY].describe()
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if Path(str(metafunc.definition.path)).resolve().parent != PACKAGE_DIR:
+        return
+    target = target_of(metafunc.config)
+    if "case" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("conformance_cases")
+        if marker is None:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: 'case' needs @conformance_cases(name)")
+        params = [
+            pytest.param(c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers])
+            for c in gen.cases(target, marker.args[0])
+        ]
+        metafunc.parametrize("case", params)
+    if "lower" in metafunc.fixturenames:
+        metafunc.parametrize(
+            "lower", [dtype_of(d) for d in target.dtypes], ids=[f"{target.device}-{d}" for d in target.dtypes]
+        )
+    if "listed_op" in metafunc.fixturenames:
+        ops = sorted(target.device_spec.ops)
+        metafunc.parametrize("listed_op", ops, ids=[f"{target.device}-{op}" for op in ops])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    suite_items = [i for i in items if _in_suite(i)]
+    if not suite_items:
+        return
+    target = target_of(config)
+    skip = pytest.mark.skip(reason=POLICY_ONLY_REASON)
+    for item in suite_items:
+        item.add_marker(pytest.mark.conformance)
+        if target.policy_only and item.get_closest_marker("requires_kernels"):
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Fail a suite test that leaves the autocast state different from how it found it."""
+    if not _in_suite(item):
+        return (yield)
+    target = target_of(item.config)
+    devices = tuple(dict.fromkeys((target.device, "cpu")))
+    before = snapshot(devices)
+    try:
+        result = yield
+    finally:
+        after = snapshot(devices)
+        leaked = before.differences(after)
+        if leaked:
+            restore(before)
+    if leaked:
+        pytest.fail("the test leaked autocast state: " + "; ".join(leaked), pytrace=False)
+    return result
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> Target:
+    return target_of(request.config)
+
+
+@pytest.fixture
+def native_autocast(target: Target, lower: torch.dtype) -> None:
+    """Skip unless ``torch.autocast`` really enables on this backend here (needed by context tests)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with torch.autocast(target.device, dtype=lower):
+            on = torch.is_autocast_enabled(target.device)
+    if not on:
+        why = "; ".join(str(x.message).splitlines()[0] for x in w) or "it stays disabled"
+        pytest.skip(f"torch.autocast({target.device!r}) does not enable on this machine ({why})")

@@ -1,0 +1,148 @@
+"""What a conformance run tests: the backend, its dtypes, the spec, the mode.
+
+:func:`resolve_target` turns the command-line options into a :class:`Target`,
+or raises :class:`TargetError` with one line that names the option and the fix
+(the plugin turns it into ``pytest.UsageError`` before collection).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from reference_impl.probe.observe import device_is_real, fake_device_supported, raw_autocast, tensor_context
+from reference_impl.samples import dtype_of
+from reference_impl.spec.loader import load_spec
+from reference_impl.spec.model import DeviceSpec, Spec
+from reference_impl.spec.problems import SpecError
+
+POLICY_ONLY_DEVICES_HINT = "--policy-only"
+
+
+class TargetError(Exception):
+    """A bad option: the message is one line, naming the option and the fix."""
+
+
+@dataclass(frozen=True)
+class Options:
+    backend: str | None
+    dtype: str | None
+    spec: tuple[str, ...]
+    reference_device: str | None
+    policy_only: bool
+
+
+@dataclass(frozen=True)
+class Target:
+    """The backend under test and how its tensors are made."""
+
+    spec: Spec
+    device: str  # the torch device type, e.g. "cuda" or a privateuse1 backend's name
+    device_spec: DeviceSpec
+    dtypes: tuple[str, ...]  # the lower dtypes under test
+    policy_only: bool  # FakeTensors and no kernels: numerics are skipped
+    reference_device: str
+
+    @property
+    def dispatch_key(self) -> str:
+        return self.device_spec.dispatch_key
+
+    @property
+    def fake(self) -> bool:
+        return self.policy_only
+
+    def tensors(self, device: str | None = None) -> contextlib.AbstractContextManager[None]:
+        """Where tensors of ``device`` (default: the backend) are made: FakeTensors in policy-only."""
+        dev = device or self.device
+        return tensor_context(dev, fake=self.policy_only or not device_is_real(dev))
+
+    @contextlib.contextmanager
+    def autocast(self, dtype: torch.dtype, enabled: bool = True) -> Iterator[None]:
+        """Native autocast on the backend: ``torch.autocast`` when the device is real.
+
+        In policy-only mode the thread-local state is set directly, since
+        ``torch.autocast("cuda")`` disables itself where there is no GPU.
+        """
+        if self.policy_only:
+            with raw_autocast(self.device, dtype, enabled):
+                yield
+        else:
+            with torch.autocast(device_type=self.device, dtype=dtype, enabled=enabled):
+                yield
+
+    def describe(self) -> str:
+        mode = "policy-only (FakeTensors)" if self.policy_only else "native kernels"
+        return (
+            f"backend {self.device} ({self.dispatch_key}), dtypes {', '.join(self.dtypes)}, {mode}, "
+            f"reference on {self.reference_device}, spec for torch {self.spec.torch_version} "
+            f"({len(self.spec.files)} files, {self.spec.content_hash[:12]})"
+        )
+
+
+def _device_spec_for(spec: Spec, backend: str) -> DeviceSpec:
+    if backend in spec.devices:
+        return spec.devices[backend]
+    pu1 = torch._C._get_privateuse1_backend_name()
+    if backend == pu1 and "privateuse1" in spec.devices:
+        return spec.devices["privateuse1"]
+    known = ", ".join(sorted(spec.devices))
+    raise TargetError(
+        f"--backend {backend}: the spec has no device {backend!r} (known: {known}); "
+        f"pass --spec with a device file for it (see spec/privateuse1.yaml)"
+    )
+
+
+def _dtypes_for(ds: DeviceSpec, dtype: str | None) -> tuple[str, ...]:
+    if dtype is None:
+        return (ds.default_dtype,)
+    if dtype == "all":
+        return tuple(ds.supported_dtypes)
+    if dtype not in ds.supported_dtypes:
+        return_hint = ", ".join(ds.supported_dtypes)
+        raise TargetError(
+            f"--dtype {dtype}: the {ds.device} spec does not support it; use one of {return_hint} or 'all'"
+        )
+    return (dtype,)
+
+
+def _load(paths: tuple[str, ...]) -> Spec:
+    for p in paths:
+        if not Path(p).exists():
+            raise TargetError(f"--spec {p}: no such file or directory")
+    try:
+        return load_spec([Path(p) for p in paths] or None)
+    except SpecError as e:
+        first = e.problems[0] if e.problems else None
+        more = f" (and {len(e.problems) - 1} more; run 'autocast-spec validate')" if len(e.problems) > 1 else ""
+        raise TargetError(f"--spec: {first}{more}") from None
+
+
+def resolve_target(opts: Options) -> Target:
+    """Validate the options against the spec and the machine."""
+    backend = opts.backend or "cpu"
+    spec = _load(opts.spec)
+    ds = _device_spec_for(spec, backend)
+    dtypes = _dtypes_for(ds, opts.dtype)
+    for d in dtypes:
+        dtype_of(d)
+    real = device_is_real(backend)
+    if not real and not opts.policy_only:
+        raise TargetError(
+            f"--backend {backend}: no {backend} device is available on this machine; "
+            f"add --policy-only to check its policy with FakeTensors, or run where the device is"
+        )
+    if opts.policy_only:
+        reason = fake_device_supported(backend)
+        if reason:
+            raise TargetError(f"--backend {backend} --policy-only: {reason}")
+    ref = opts.reference_device or (backend if real and not opts.policy_only else "cpu")
+    if ref != backend and not device_is_real(ref):
+        raise TargetError(f"--reference-device {ref}: no {ref} device on this machine; use cpu")
+    if opts.policy_only and opts.reference_device and opts.reference_device != backend:
+        # Policy-only runs no numerics; the reference only computes dtypes, on FakeTensors.
+        pass
+    return Target(spec, backend, ds, dtypes, opts.policy_only, ref)
