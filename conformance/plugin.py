@@ -13,6 +13,7 @@ from .target import Options, Target, TargetError, resolve_target
 
 pytest_plugins = [
     "conformance.suite",
+    "conformance.certify.plugin",
 ]
 
 TARGET_KEY = pytest.StashKey[Target]()

@@ -55,11 +55,8 @@ SUITE_PACKAGE = "conformance"
 HYPOTHESIS_PROFILE = "autocast-certify"
 SEED = 0
 
-# Markers that are not a test category.
-_NOT_CATEGORIES = frozenset(
-    {"parametrize", "skip", "skipif", "xfail", "usefixtures", "filterwarnings", "tryfirst", "trylast"}
-    | {p.value for p in Policy}
-)
+# Suite markers that tag tests across categories, never a category themselves.
+_NOT_CATEGORIES = frozenset({"conformance", "hypothesis", "requires_kernels"})
 
 # Options of the worker command line that belong to the coordinator only.
 _COORDINATOR_ONLY = {
@@ -149,7 +146,8 @@ def collected_test(item: pytest.Item) -> B.CollectedTest:
                 break
     names = [m.name for m in item.iter_markers()]
     policy = next((n for n in names if n in {p.value for p in Policy}), None)
-    category = next((n for n in names if n not in _NOT_CATEGORIES), None)
+    categories = _category_markers()
+    category = next((n for n in names if n in categories), None)
     if case is not None:
         return B.CollectedTest(
             stable_id(item),
@@ -159,6 +157,13 @@ def collected_test(item: pytest.Item) -> B.CollectedTest:
             case.dtype or None,
         )
     return B.CollectedTest(stable_id(item), category, policy)
+
+
+def _category_markers() -> frozenset[str]:
+    """The suite's category markers (conformance.plugin.CATEGORY_MARKERS)."""
+    from conformance.plugin import CATEGORY_MARKERS
+
+    return frozenset(CATEGORY_MARKERS) - _NOT_CATEGORIES
 
 
 def _option(config: pytest.Config, name: str) -> Any:
