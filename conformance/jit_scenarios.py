@@ -67,7 +67,9 @@ def scenario(limitation_id: str) -> Callable[[Callable[[], Observation]], Callab
 # ---------------------------------------------------------------------------
 
 
-def classify(observed: Mapping[str, str], eager: Mapping[str, str], dropped: Mapping[str, str]) -> Observation:
+def classify(
+    observed: Mapping[str, str], eager: Mapping[str, str], dropped: Mapping[str, str]
+) -> Observation:
     """``works`` if as eager autocast, ``ignored`` if as without autocast, else ``differs``."""
     detail = f"observed {dict(observed)}; eager autocast {dict(eager)}; without autocast {dict(dropped)}"
     if dict(observed) == dict(eager):
@@ -165,7 +167,9 @@ def _script_region_basic() -> Observation:
     a, b = mats()
     s = torch.jit.script(fn)
     labels = ("aten::mm", "aten::relu")
-    return run_twice(lambda: dtypes(labels, s(a, b)), dtypes(labels, fn(a, b)), {"aten::mm": F32, "aten::relu": F32})
+    return run_twice(
+        lambda: dtypes(labels, s(a, b)), dtypes(labels, fn(a, b)), {"aten::mm": F32, "aten::relu": F32}
+    )
 
 
 @scenario("script-decorator-on-callee")
@@ -212,7 +216,9 @@ def _script_nonconstant_enabled() -> Observation:
 
     a, b = mats()
     s = torch.jit.script(fn)
-    return run_twice(lambda: dtypes(("aten::mm",), s(a, b, True)), dtypes(("aten::mm",), fn(a, b, True)), {"aten::mm": F32})
+    return run_twice(
+        lambda: dtypes(("aten::mm",), s(a, b, True)), dtypes(("aten::mm",), fn(a, b, True)), {"aten::mm": F32}
+    )
 
 
 @scenario("script-with-autocast-as")
@@ -240,7 +246,9 @@ def _script_conditional() -> Observation:
 
     a, b = mats()
     s = torch.jit.script(fn)
-    return run_twice(lambda: dtypes(("aten::mm",), s(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32})
+    return run_twice(
+        lambda: dtypes(("aten::mm",), s(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32}
+    )
 
 
 @scenario("script-nested-and-reused-regions")
@@ -367,7 +375,14 @@ def _script_lower_list() -> Observation:
                 torch.mm(a, b),
             )
 
-    labels = ("aten::mv", "aten::addmv", "aten::addr", "aten::linalg_vecdot", "aten::chain_matmul", "aten::mm")
+    labels = (
+        "aten::mv",
+        "aten::addmv",
+        "aten::addr",
+        "aten::linalg_vecdot",
+        "aten::chain_matmul",
+        "aten::mm",
+    )
     a, b = mats()
     v = torch.rand(4, generator=torch.Generator().manual_seed(1))
     with quiet():
@@ -424,8 +439,11 @@ def _script_is_enabled_crash() -> Observation:
         return Observation("error", message=lines[-1] if lines else "", detail=proc.stderr[-400:])
     eager, scripted = json.loads(proc.stdout.strip().splitlines()[-1])
     verdict = "works" if eager == scripted else "differs"
-    return Observation(verdict, differs=() if verdict == "works" else (("aten::is_autocast_cpu_enabled", str(scripted)),),
-                       detail=proc.stdout[-200:])
+    return Observation(
+        verdict,
+        differs=() if verdict == "works" else (("aten::is_autocast_cpu_enabled", str(scripted)),),
+        detail=proc.stdout[-200:],
+    )
 
 
 @scenario("script-jit-pass-disabled")
@@ -437,7 +455,9 @@ def _script_pass_disabled() -> Observation:
     a, b = mats()
     with jit_autocast_pass(False):
         s = torch.jit.script(fn)
-        return run_twice(lambda: dtypes(("aten::mm",), s(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32})
+        return run_twice(
+            lambda: dtypes(("aten::mm",), s(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32}
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -464,7 +484,9 @@ def _script_calls_traced_off() -> Observation:
             return helper(a, b)
 
     s = torch.jit.script(fn)
-    return run_twice(lambda: dtypes(("aten::mm",), s(a, b)), dtypes(("aten::mm",), eager_fn(a, b)), {"aten::mm": LOW})
+    return run_twice(
+        lambda: dtypes(("aten::mm",), s(a, b)), dtypes(("aten::mm",), eager_fn(a, b)), {"aten::mm": LOW}
+    )
 
 
 @scenario("script-calls-traced")
@@ -517,7 +539,9 @@ def _trace_calls_scripted_region() -> Observation:
     a, b = mats()
     with quiet():
         traced = torch.jit.trace(outer, (a, b))
-    return run_twice(lambda: dtypes(("aten::mm",), traced(a, b)), dtypes(("aten::mm",), inner(a, b)), {"aten::mm": F32})
+    return run_twice(
+        lambda: dtypes(("aten::mm",), traced(a, b)), dtypes(("aten::mm",), inner(a, b)), {"aten::mm": F32}
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -595,7 +619,7 @@ def _trace_run_under_autocast() -> Observation:
 
 
 def _compiled(fn: Callable[..., Any], fullgraph: bool = False) -> Callable[..., Any]:
-    return torch.compile(fn, backend="aot_eager", fullgraph=fullgraph)  # type: ignore[no-any-return]
+    return torch.compile(fn, backend="aot_eager", fullgraph=fullgraph)
 
 
 @scenario("compile-with-autocast-as")
@@ -608,7 +632,9 @@ def _compile_with_as() -> Observation:
 
     a, b = mats()
     c = _compiled(fn)
-    return run_twice(lambda: dtypes(("aten::mm",), c(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32})
+    return run_twice(
+        lambda: dtypes(("aten::mm",), c(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32}
+    )
 
 
 @scenario("compile-nonconstant-enabled")
@@ -635,7 +661,9 @@ def _compile_decorated() -> Observation:
 
     a, b = mats()
     c = _compiled(fn, fullgraph=True)
-    return run_twice(lambda: dtypes(("aten::mm",), c(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32})
+    return run_twice(
+        lambda: dtypes(("aten::mm",), c(a, b)), dtypes(("aten::mm",), fn(a, b)), {"aten::mm": F32}
+    )
 
 
 @scenario("compile-autocast-false-under-eager-autocast")
@@ -699,4 +727,3 @@ def run(limitation_id: str) -> Observation:
         torch._C._jit_set_autocast_mode(pass_before)
         torch.set_autocast_enabled(DEVICE, before[0])
         torch.set_autocast_dtype(DEVICE, before[1])
-

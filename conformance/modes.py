@@ -63,7 +63,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "jit: TorchScript / trace / torch.compile limitations and mode checks")
+    config.addinivalue_line("markers", "mode_check: an op run through --mode script|trace|compile vs eager")
     config.stash[_COUNTS] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With only eager selected there is nothing to compare: drop the per-op mode checks."""
+    if any(m != "eager" for m in selected_modes(config)):
+        return
+    dropped = [i for i in items if getattr(i, "originalname", "") == "test_mode_matches_eager"]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [i for i in items if i not in dropped]
 
 
 def selected_modes(config: pytest.Config) -> tuple[str, ...]:
@@ -143,7 +154,7 @@ def _constant_key(value: Any) -> Any:
 def resolve_target(target: str) -> Callable[..., Any]:
     """``aten::mm`` / ``aten::add.Tensor`` -> the overload; ``torch.mm`` / ``Tensor.mm`` -> the function."""
     if "::" in target:
-        return op_overload(target)  # type: ignore[no-any-return]
+        return op_overload(target)
     return resolve_entry_point(target)
 
 
@@ -167,7 +178,9 @@ def _python_fn(
 
     def call(*tensors: torch.Tensor) -> Any:
         with _autocast(device, dtype):
-            return fn(*(_rebuild(a, tensors) for a in args), **{k: _rebuild(v, tensors) for k, v in kwargs.items()})
+            return fn(
+                *(_rebuild(a, tensors) for a in args), **{k: _rebuild(v, tensors) for k, v in kwargs.items()}
+            )
 
     return call
 
@@ -191,7 +204,12 @@ def _literal(value: Any) -> str:
 
 
 def script_source(
-    target: str, args: Sequence[Any], kwargs: Mapping[str, Any], n_tensors: int, device: str, dtype: torch.dtype
+    target: str,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    n_tensors: int,
+    device: str,
+    dtype: torch.dtype,
 ) -> str:
     """The source of the scripted function: one op call inside ``torch.autocast``."""
     params = ", ".join(f"t{i}: torch.Tensor" for i in range(n_tensors))
@@ -223,7 +241,7 @@ def _script_fn(source: str) -> Callable[..., Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    return torch.jit.script(module.fn)  # type: ignore[no-any-return]
+    return torch.jit.script(module.fn)
 
 
 def _build(
@@ -242,9 +260,9 @@ def _build(
     if mode == "eager":
         return py
     if mode == "trace":
-        return torch.jit.trace(py, tuple(tensors), check_trace=False)  # type: ignore[no-any-return]
+        return torch.jit.trace(py, tuple(tensors), check_trace=False)
     if mode == "compile":
-        return torch.compile(py, backend=backend, dynamic=False)  # type: ignore[no-any-return]
+        return torch.compile(py, backend=backend, dynamic=False)
     raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
 
 
@@ -313,9 +331,7 @@ class Verdict:
         return self.status in ("same", "declared")
 
 
-def find_divergence(
-    spec: Spec, mode: str, op: str, dtype: str, inputs: str
-) -> Divergence | None:
+def find_divergence(spec: Spec, mode: str, op: str, dtype: str, inputs: str) -> Divergence | None:
     entry = spec.mode_divergences.get(mode)
     for d in entry.divergences if entry else ():
         if d.op == op and d.dtype in (None, dtype) and d.inputs == inputs:
@@ -363,7 +379,11 @@ def autocast_state(device: str) -> tuple[bool, str, bool]:
 @contextlib.contextmanager
 def restored_state(device: str) -> Iterator[None]:
     """Put the autocast state back whatever a failing check did (so one failure cannot leak)."""
-    before = (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device), torch.is_autocast_cache_enabled())
+    before = (
+        torch.is_autocast_enabled(device),
+        torch.get_autocast_dtype(device),
+        torch.is_autocast_cache_enabled(),
+    )
     try:
         yield
     finally:

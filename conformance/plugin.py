@@ -14,6 +14,7 @@ from .target import Options, Target, TargetError, resolve_target
 pytest_plugins = [
     "conformance.suite",
     "conformance.certify.plugin",
+    "conformance.modes",
 ]
 
 TARGET_KEY = pytest.StashKey[Target]()

@@ -445,7 +445,7 @@ def _build_rules(doc: YamlDocument) -> Rules:
 
 
 def _divergence(d: Mapping[str, Any]) -> Divergence:
-    return Divergence(d["op"], d.get("dtype"), d["observed"], d["reason"])
+    return Divergence(d["op"], d.get("dtype"), d["observed"], d["reason"], d.get("inputs", "float32"))
 
 
 def _build_jit(doc: YamlDocument, version: str) -> tuple[list[JitLimitation], dict[str, list[Divergence]]]:
@@ -466,6 +466,7 @@ def _build_jit(doc: YamlDocument, version: str) -> tuple[list[JitLimitation], di
                 documented=d.get("documented"),
                 differs=tuple(_divergence(x) for x in d.get("differs", [])),
                 devices=tuple(d.get("devices", [])),
+                later_calls=d.get("later_calls"),
             )
         )
     divs = {m: [_divergence(x) for x in xs] for m, xs in (doc.data.get("mode_divergences") or {}).items()}

@@ -220,6 +220,7 @@ class Divergence:
     dtype: str | None
     observed: str  # what the mode gives: an output dtype name, or "error"
     reason: str
+    inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ class JitLimitation:
     id: str
     summary: str
     mode: str  # script | trace | compile | eager
-    expect: str  # error | ignored | works | differs
+    expect: str  # error | ignored | works | differs | crash
     torch_versions: str
     source: str
     loc: SourceLoc
@@ -235,6 +236,7 @@ class JitLimitation:
     documented: str | None = None  # what the documentation says, when it differs
     differs: tuple[Divergence, ...] = ()
     devices: tuple[str, ...] = ()
+    later_calls: str | None = None  # the outcome of calling it again, when other than expect
 
 
 @dataclass(frozen=True)

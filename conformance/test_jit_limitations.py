@@ -1,0 +1,80 @@
+"""Each limitation in spec/jit.yaml, reproduced by its scenario and checked against the entry.
+
+An entry without a scenario, or a scenario without an entry, fails (never skips).
+Scenarios run on CPU autocast (bfloat16), which every torch build has.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+from conformance import jit_scenarios
+from reference_impl.spec.loader import load_spec
+from reference_impl.spec.model import JitLimitation, Spec
+
+pytestmark = pytest.mark.jit
+
+
+@lru_cache(maxsize=1)
+def _spec() -> Spec:
+    return load_spec()
+
+
+def _entries() -> dict[str, JitLimitation]:
+    return {lim.id: lim for lim in _spec().limitations}
+
+
+def _ids() -> list[str]:
+    return sorted(set(_entries()) | set(jit_scenarios.scenario_ids()))
+
+
+def _repro(lim_id: str) -> str:
+    return f"reproduce: python -c \"from conformance import jit_scenarios as j; print(j.run('{lim_id}'))\""
+
+
+def mismatch(lim: JitLimitation, obs: jit_scenarios.Observation) -> list[str]:
+    """Everything where the observation disagrees with the entry (empty: agreement)."""
+    out = []
+    if obs.outcome != lim.expect:
+        out.append(f"expect {lim.expect!r}, observed {obs.outcome!r} {obs.message!r}")
+    if lim.expect == "error" and obs.outcome == "error" and lim.message and lim.message not in obs.message:
+        out.append(f"error message: expected to contain {lim.message!r}, got {obs.message!r}")
+    if lim.expect == "differs":
+        declared = {(d.op, d.observed) for d in lim.differs}
+        if declared != obs.differs_set():
+            out.append(
+                f"differs: declared {sorted(declared)}, observed {sorted(obs.differs_set())} "
+                f"(undeclared {sorted(obs.differs_set() - declared)}, "
+                f"not observed {sorted(declared - obs.differs_set())})"
+            )
+    if lim.later_calls != obs.later_calls:
+        out.append(f"later_calls: declared {lim.later_calls!r}, observed {obs.later_calls!r}")
+    return out
+
+
+@pytest.mark.parametrize("lim_id", _ids())
+def test_limitation(lim_id: str) -> None:
+    entry = _entries().get(lim_id)
+    if entry is None:
+        pytest.fail(
+            f"scenario {lim_id!r} (conformance/jit_scenarios.py) has no entry in spec/jit.yaml: "
+            "add one (id, summary, mode, expect, torch, source) or remove the scenario",
+            pytrace=False,
+        )
+    if lim_id not in jit_scenarios.SCENARIOS:
+        pytest.fail(
+            f"{entry.loc}: limitation {lim_id!r} has no scenario: add @scenario({lim_id!r}) "
+            "to conformance/jit_scenarios.py",
+            pytrace=False,
+        )
+    obs = jit_scenarios.run(lim_id)
+    problems = mismatch(entry, obs)
+    if problems:
+        pytest.fail(
+            f"{entry.loc}: {lim_id} ({entry.mode}): "
+            + "; ".join(problems)
+            + f"\n  seen: {obs.detail}\n  {_repro(lim_id)}",
+            pytrace=False,
+        )
