@@ -45,12 +45,30 @@ def quiet() -> Iterator[None]:
         yield
 
 
-def run_sample(op: str, sample: Sample, device: str, dtype: torch.dtype) -> None:
-    """Call the op with the sample, no autocast; FakeTensors where the device is absent."""
+def sample_skip_reason(spec: Spec, op: str, device: str) -> str | None:
+    """Why a sample of ``op`` cannot run on ``device`` here, from the spec's data."""
+    info = spec.op_info(op)
+    if info is not None and not info.fake_kernel and not device_is_real(device):
+        return f"{op} has no FakeTensor kernel (fake_kernel: false at {info.loc}) and {device} is absent"
+    return None
+
+
+def run_sample(
+    op: str, sample: Sample, device: str, dtype: torch.dtype, autocast_dtype: torch.dtype | None = None
+) -> None:
+    """Call the op with the sample (floating inputs in ``dtype``), as the suite does:
+    under autocast to ``autocast_dtype`` when given, so the kernel sees the dtypes
+    the op's policy produces. FakeTensors where the device is absent."""
+    from .probe.observe import raw_autocast
+
     fake = not device_is_real(device)
     with quiet(), tensor_context(device, fake):
         m = materialize(sample, dtype, device)
-        call_op(op, m)
+        if autocast_dtype is None:
+            call_op(op, m)
+        else:
+            with raw_autocast(device, autocast_dtype):
+                call_op(op, m)
 
 
 def entry_point_reaches_op(spec: Spec, info: OpInfo, ep: EntryPoint, device: str, dispatch_key: str) -> bool:

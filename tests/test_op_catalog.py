@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
-from reference_impl.catalog_checks import entry_point_reaches_op, run_device_for, run_sample
+from reference_impl.catalog_checks import (
+    entry_point_reaches_op,
+    run_device_for,
+    run_sample,
+    sample_skip_reason,
+)
+from reference_impl.samples import dtype_of
 from reference_impl.spec.loader import load_spec
 
 SPEC = load_spec()
@@ -25,11 +30,29 @@ def test_every_listed_op_has_samples() -> None:
     assert not missing, f"{len(missing)} ops listed by a device spec have no samples in spec/ops/: {missing}"
 
 
+# (floating input dtype, autocast dtype): the feeds the suite uses.
+FEEDS = [
+    ("float32", "off"),
+    ("float32", "bfloat16"),
+    ("bfloat16", "bfloat16"),
+    ("float32", "float16"),
+    ("float16", "float16"),
+]
+
+
 @pytest.mark.parametrize("op,index", SAMPLES)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-def test_sample_runs(op: str, index: int, dtype: torch.dtype) -> None:
+@pytest.mark.parametrize("dtype,autocast_dtype", FEEDS)
+def test_sample_runs(op: str, index: int, dtype: str, autocast_dtype: str) -> None:
+    """Each sample runs as the suite feeds it: float32 inputs without autocast, and
+    float32 or autocast-dtype inputs under autocast (the policy decides what the
+    kernel sees; a float32-policy op never gets a half-precision kernel input)."""
     device = run_device_for(SPEC, op)
-    run_sample(op, SPEC.ops[op].samples[index], device, dtype)
+    reason = sample_skip_reason(SPEC, op, device)
+    gap = SPEC.ops[op].kernel_gap(device, autocast_dtype)
+    if reason or gap:
+        pytest.skip(reason or f"kernel gap: {gap.reason if gap else ''}")
+    ac = None if autocast_dtype == "off" else dtype_of(autocast_dtype)
+    run_sample(op, SPEC.ops[op].samples[index], device, dtype_of(dtype), ac)
 
 
 @pytest.mark.parametrize("op,index", ENTRY_POINTS)

@@ -31,12 +31,14 @@ from .model import (
     Eligibility,
     EntryPoint,
     JitLimitation,
+    KernelGap,
     ListArg,
     Literal,
     ModeDivergences,
     OpInfo,
     OpPolicy,
     Policy,
+    PromoteRule,
     Rules,
     Sample,
     SourceLoc,
@@ -419,6 +421,10 @@ def _build_ops(doc: YamlDocument) -> dict[str, OpInfo]:
             tolerance=_tolerances(d.get("tolerance")),
             append_dtype_target=d.get("append_dtype_target"),
             nondeterministic=bool(d.get("nondeterministic", False)),
+            fake_kernel=bool(d.get("fake_kernel", True)),
+            kernel_gaps=tuple(
+                KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])
+            ),
             note=d.get("note", ""),
         )
     return out
@@ -441,6 +447,9 @@ def _build_rules(doc: YamlDocument) -> Rules:
         default_tolerance=_tolerances(d["default_tolerance"]),
         loc=SourceLoc(doc.file, 1),
         mandatory_core=tuple(d.get("mandatory_core", [])),
+        promote=PromoteRule(
+            d["promote"]["foreign_float"]["action"], d["promote"]["foreign_float"]["message"]
+        ),
     )
 
 

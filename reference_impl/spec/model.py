@@ -162,6 +162,15 @@ class EntryPoint:
 
 
 @dataclass(frozen=True)
+class KernelGap:
+    """A device/dtype where the native kernel cannot run the op at all (not autocast's doing)."""
+
+    device: str
+    dtype: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class OpInfo:
     """Device-independent facts about one op: how to call it, how to compare it."""
 
@@ -172,7 +181,12 @@ class OpInfo:
     tolerance: Mapping[str, Tolerance] = field(default_factory=frozen_map)
     append_dtype_target: str | None = None  # fp32_append_dtype: the overload called
     nondeterministic: bool = False
+    fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
+    kernel_gaps: tuple[KernelGap, ...] = ()
     note: str = ""
+
+    def kernel_gap(self, device: str, dtype: str) -> KernelGap | None:
+        return next((g for g in self.kernel_gaps if g.device == device and g.dtype == dtype), None)
 
 
 @dataclass(frozen=True)
@@ -202,6 +216,14 @@ class ContextRules:
 
 
 @dataclass(frozen=True)
+class PromoteRule:
+    """Promote with a floating input that is neither float32 nor the autocast dtype."""
+
+    foreign_float_action: str  # "error" | "promote"
+    foreign_float_message: str
+
+
+@dataclass(frozen=True)
 class Rules:
     eligibility: Eligibility
     out_of_place_only: bool
@@ -209,6 +231,7 @@ class Rules:
     context: ContextRules
     default_tolerance: Mapping[str, Tolerance]
     loc: SourceLoc
+    promote: PromoteRule = PromoteRule("error", "Unexpected floating ScalarType in at::autocast::prioritize")
     mandatory_core: tuple[str, ...] = ()  # test categories a vendor cannot waive
 
 
