@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from reference_impl.spec.model import Policy
+from reference_impl.spec.model import Policy, Spec
 from reference_impl.spec.problems import SpecError, SpecProblem
 
 from . import bundle as B
@@ -147,7 +147,7 @@ def collected_test(item: pytest.Item) -> B.CollectedTest:
     names = [m.name for m in item.iter_markers()]
     policy = next((n for n in names if n in {p.value for p in Policy}), None)
     categories = _category_markers()
-    category = next((n for n in names if n in categories), None)
+    category = next((n for n in names if n in categories), None) or _module_category(item)
     if case is not None:
         return B.CollectedTest(
             stable_id(item),
@@ -166,6 +166,11 @@ def _category_markers() -> frozenset[str]:
     return frozenset(CATEGORY_MARKERS) - _NOT_CATEGORIES
 
 
+def _module_category(item: pytest.Item) -> str:
+    """``test_jit_limitations.py`` -> ``jit_limitations``: for tests with no category marker."""
+    return Path(str(item.path)).stem.removeprefix("test_")
+
+
 def _option(config: pytest.Config, name: str) -> Any:
     try:
         return config.getoption(name)
@@ -178,15 +183,15 @@ def backend_of(config: pytest.Config) -> str | None:
     return str(b) if b else None
 
 
-def mandatory_core(config: pytest.Config) -> tuple[str, ...]:
-    from reference_impl.spec.loader import load_spec
+def run_spec(config: pytest.Config) -> Spec:
+    """The spec the suite resolved for this run (the one its tests are generated from)."""
+    from conformance.plugin import target_of
 
-    spec_paths = _option(config, "spec") or ()
-    try:
-        spec = load_spec([Path(p) for p in spec_paths] or None)
-    except SpecError:
-        return ()
-    return spec.rules.mandatory_core
+    return target_of(config).spec
+
+
+def mandatory_core(config: pytest.Config) -> tuple[str, ...]:
+    return run_spec(config).rules.mandatory_core
 
 
 # ---------------------------------------------------------------------------
@@ -488,6 +493,7 @@ class Coordinator:
         self.started = time.time()
         self.verdict: B.Verdict | None = None
         self.error: str | None = None
+        self.spec_copies: list[str] = []
 
     # -- collection ---------------------------------------------------------
 
@@ -499,6 +505,9 @@ class Coordinator:
         for it, t in zip(items, tests, strict=True):
             self.items[it.nodeid] = it
             self.tests[it.nodeid] = t
+        spec_paths = [str(p) for p in (_option(config, "spec") or ())]
+        copies = B.copy_spec_files(spec_paths, self.root / B.SPEC_COPY)
+        self.spec_copies = [Path(p).relative_to(self.root).as_posix() for p in copies]
         (self.root / B.COLLECTED).write_text(B.to_json([asdict(t) for t in tests]), encoding="utf-8")
 
     # -- running ------------------------------------------------------------
@@ -626,17 +635,14 @@ class Coordinator:
         (root / B.SUMMARY).write_text(B.render_summary(results, meta), encoding="utf-8")
         if self.exp.entries or self.exp.text:
             (root / B.EXPECTATIONS_COPY).write_text(self.exp.text, encoding="utf-8")
-        meta["spec_copies"] = B.copy_spec_files(spec_paths, root / B.SPEC_COPY)
-        meta["spec_copies"] = [Path(p).relative_to(root).as_posix() for p in meta["spec_copies"]]
+        meta["spec_copies"] = self.spec_copies
         (root / B.CERTIFICATION).write_text(B.to_json(meta), encoding="utf-8")
         B.write_manifest(root)
 
     def _metadata(
         self, results: Sequence[B.TestResult], spec_paths: list[str], core: Sequence[str]
     ) -> dict[str, Any]:
-        from reference_impl.spec.loader import load_spec
-
-        spec = load_spec([Path(p) for p in spec_paths] or None)
+        spec = run_spec(self.config)
         inv = self.config.invocation_params
         assert self.verdict is not None
         return {

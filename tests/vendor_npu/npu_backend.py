@@ -1,0 +1,234 @@
+"""A simulated vendor backend: PrivateUse1 renamed ``npu``, autocast kernels in Python.
+
+Loaded as a pytest plugin (``-p npu_backend``, with this directory on
+PYTHONPATH) before the suite resolves ``--backend npu``. On import it
+
+1. renames PrivateUse1 to ``npu`` and registers a device module (what a real
+   vendor extension such as torch_npu does in C++);
+2. reads the vendor's device spec (``npu.yaml``: ``extends: cuda`` with declared
+   differences) through the project's loader, and registers one autocast kernel
+   per listed op at ``AutocastPrivateUse1`` with ``torch.library``, implementing
+   that op's policy the way ``autocast_mode.h`` does.
+
+The tensors are FakeTensors of device ``npu`` (the suite's ``--policy-only``):
+FakeTensors on a renamed PrivateUse1 device carry the ``AutocastPrivateUse1``
+dispatch key, so the kernels run as a real backend's would, without hardware.
+
+Two bugs of this "vendor", declared in ``expectations.yaml``: the promote kernel
+of grid_sampler is unimplemented (raises NotImplementedError), and cosh returns
+its result in the lower dtype. Environment switches plant what a vendor must
+not ship, for the tests of the tests:
+
+``NPU_SIM_DEVIATE=aten::op=policy[,...]``  register ``op`` with another policy than the spec says
+``NPU_SIM_ABORT=aten::op``                  the kernel of ``op`` calls ``os.abort()``
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from reference_impl.spec.loader import load_spec
+from reference_impl.spec.model import Policy
+from reference_impl.torch_registry import op_overload, split_op_name
+
+DEVICE = "npu"
+KEY = "AutocastPrivateUse1"
+SPEC_FILE = Path(__file__).with_name("npu.yaml")
+F32 = torch.float32
+
+
+def _device_module() -> types.ModuleType:
+    mod = types.ModuleType("torch_npu_sim")
+    mod.is_available = lambda: False  # type: ignore[attr-defined]
+    mod.is_initialized = lambda: True  # type: ignore[attr-defined]
+    mod.device_count = lambda: 1  # type: ignore[attr-defined]
+    mod.current_device = lambda: 0  # type: ignore[attr-defined]
+    mod._is_in_bad_fork = lambda: False  # type: ignore[attr-defined]
+    mod.manual_seed_all = lambda seed: None  # type: ignore[attr-defined]
+    mod.get_device_name = lambda i=0: "Simulated NPU (FakeTensor)"  # type: ignore[attr-defined]
+    mod.get_amp_supported_dtype = lambda: [torch.float16, torch.bfloat16]  # type: ignore[attr-defined]
+    return mod
+
+
+# ---------------------------------------------------------------------------
+# The policies, as autocast_mode.h implements them
+# ---------------------------------------------------------------------------
+
+
+def eligible(v: Any) -> bool:
+    return (
+        isinstance(v, torch.Tensor)
+        and v.is_floating_point()
+        and v.dtype != torch.float64
+        and v.device.type == DEVICE
+    )
+
+
+def cast(v: Any, dtype: torch.dtype) -> Any:
+    if eligible(v) and v.dtype != dtype:
+        return v.to(dtype)
+    if isinstance(v, (list, tuple)):
+        return type(v)(cast(x, dtype) for x in v)
+    return v
+
+
+def any_eligible(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    def walk(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return any(walk(x) for x in v)
+        return eligible(v)
+
+    return walk(list(args)) or walk(list(kwargs.values()))
+
+
+def widest(args: tuple[Any, ...], kwargs: dict[str, Any], lower: torch.dtype) -> torch.dtype:
+    out = lower
+
+    def walk(v: Any) -> None:
+        nonlocal out
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif eligible(v) and v.dtype == F32:
+            out = F32
+
+    walk(list(args))
+    walk(list(kwargs.values()))
+    return out
+
+
+def below_autocast() -> Any:
+    return torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1))
+
+
+def make_kernel(
+    op: str, policy: Policy, message: str | None = None, append_target: str | None = None
+) -> Callable[..., Any]:
+    overload = op_overload(op)
+    schema = overload._schema
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        lower = torch.get_autocast_dtype(DEVICE)
+        with below_autocast():
+            if policy is Policy.BANNED:
+                raise RuntimeError(message or f"{op} is banned in autocast")
+            if policy is Policy.LOWER_PRECISION_FP:
+                return overload(*cast(args, lower), **cast(kwargs, lower))
+            if policy is Policy.FP32:
+                return overload(*cast(args, F32), **cast(kwargs, F32))
+            if policy is Policy.PROMOTE:
+                to = widest(args, kwargs, lower)
+                return overload(*cast(args, to), **cast(kwargs, to))
+            if policy is Policy.FP32_SET_OPT_DTYPE:
+                if args and eligible(args[0]):
+                    args, kwargs = _with_dtype(schema, args, kwargs)
+                return overload(*args, **kwargs)
+            if policy is Policy.FP32_APPEND_DTYPE:
+                if args and eligible(args[0]):
+                    assert append_target is not None, f"{op}: the op catalog names no append_dtype_target"
+                    return op_overload(append_target)(*_positional(schema, args, kwargs), dtype=F32)
+                return overload(*args, **kwargs)
+        raise AssertionError(f"unknown policy {policy}")
+
+    return kernel
+
+
+def _with_dtype(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``dtype=float32`` unless the caller gave one."""
+    names = [a.name for a in schema.arguments]
+    idx = names.index("dtype")
+    if schema.arguments[idx].kwarg_only or idx >= len(args):
+        if kwargs.get("dtype") is None:
+            kwargs = {**kwargs, "dtype": F32}
+        return args, kwargs
+    if args[idx] is None:
+        args = (*args[:idx], F32, *args[idx + 1 :])
+    return args, kwargs
+
+
+def _positional(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    out = []
+    for i, a in enumerate(schema.arguments):
+        if a.kwarg_only:
+            continue
+        out.append(args[i] if i < len(args) else kwargs.get(a.name, a.default_value))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The vendor's two known (declared) bugs, and the plants
+# ---------------------------------------------------------------------------
+
+
+def with_known_bugs(op: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    name = split_op_name(op)[1]
+    if name == "grid_sampler":
+
+        def unimplemented(*args: Any, **kwargs: Any) -> Any:
+            if any_eligible(args, kwargs):
+                raise NotImplementedError("npu: grid_sampler autocast kernel is not implemented")
+            return kernel(*args, **kwargs)
+
+        return unimplemented
+    if name == "cosh":
+
+        def wrong_output_dtype(*args: Any, **kwargs: Any) -> Any:
+            out = kernel(*args, **kwargs)
+            if any_eligible(args, kwargs):
+                with below_autocast():
+                    return out.to(torch.get_autocast_dtype(DEVICE))
+            return out
+
+        return wrong_output_dtype
+    return kernel
+
+
+def _aborting(*args: Any, **kwargs: Any) -> Any:
+    os.abort()
+
+
+def planted_policies() -> dict[str, Policy]:
+    out = {}
+    for item in filter(None, os.environ.get("NPU_SIM_DEVIATE", "").split(",")):
+        op, _, pol = item.partition("=")
+        out[op.strip()] = Policy(pol.strip())
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Registration (on import)
+# ---------------------------------------------------------------------------
+
+_LIBS: list[torch.library.Library] = []
+
+
+def register() -> int:
+    """Rename PrivateUse1, register the device module and one kernel per spec op."""
+    if torch._C._get_privateuse1_backend_name() != DEVICE:
+        torch.utils.rename_privateuse1_backend(DEVICE)
+        torch._register_device_module(DEVICE, _device_module())
+    spec = load_spec([SPEC_FILE])
+    dev = spec.device(DEVICE)
+    deviate = planted_policies()
+    abort_op = os.environ.get("NPU_SIM_ABORT", "").strip()
+    libs: dict[str, torch.library.Library] = {}
+    for op, entry in dev.ops.items():
+        ns, name, ovl = split_op_name(op)
+        lib = libs.setdefault(ns, torch.library.Library(ns, "IMPL"))
+        info = spec.op_info(op)
+        policy = deviate.get(op, entry.policy)
+        kernel = make_kernel(op, policy, entry.message, info.append_dtype_target if info else None)
+        if op == abort_op:
+            kernel = _aborting
+        lib.impl(f"{name}.{ovl}" if ovl else name, with_known_bugs(op, kernel), KEY)
+    _LIBS.extend(libs.values())
+    return len(dev.ops)
+
+
+REGISTERED = register()
