@@ -1,0 +1,258 @@
+"""reference_impl.autocast: native semantics (state, nesting, threads, cache), registration, tracing.
+
+Ops are chosen from the spec by policy, never by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import warnings
+from typing import Any
+
+import pytest
+import torch
+
+import reference_impl
+from reference_impl.oracle import output_mismatch, tolerance_for
+from reference_impl.reference_autocast import default_spec, registered
+from reference_impl.samples import materialize, op_overload
+from reference_impl.spec.model import Policy
+
+SPEC = default_spec()
+CPU = SPEC.device("cpu")
+
+
+def op_with(policy: Policy) -> str:
+    """The first cpu op of ``policy`` that has catalog samples."""
+    for op in CPU.ops_with(policy):
+        info = SPEC.op_info(op)
+        if info and info.samples:
+            return op
+    raise LookupError(f"no cpu op with policy {policy} has samples")
+
+
+LOWER = op_with(Policy.LOWER_PRECISION_FP)
+
+
+def call_sample(op: str, float_dtype: torch.dtype = torch.float32) -> Any:
+    m = materialize(SPEC.ops[op].samples[0], float_dtype, "cpu")
+    return op_overload(op)(*m.args, **m.kwargs)
+
+
+def out_dtype(op: str, float_dtype: torch.dtype = torch.float32) -> torch.dtype:
+    out = call_sample(op, float_dtype)
+    return (out[0] if isinstance(out, (tuple, list)) else out).dtype  # type: ignore[no-any-return]
+
+
+def torch_state() -> tuple[Any, ...]:
+    return (
+        torch.is_autocast_enabled("cpu"),
+        torch.get_autocast_dtype("cpu"),
+        torch.is_autocast_cache_enabled(),
+    )
+
+
+def dispatch_table() -> dict[str, str]:
+    return {op: torch._C._dispatch_dump(op) for op in sorted(CPU.ops)}
+
+
+# --- per op, through the dispatcher: the reference equals native for every sample ---
+
+WHOLE = [
+    pytest.param(op, i, dt, id=f"{op}-{i}-{dt}")
+    for op in sorted(CPU.ops)
+    for i in range(len(SPEC.ops[op].samples) if op in SPEC.ops else 0)
+    for dt in CPU.supported_dtypes
+]
+
+
+@pytest.mark.parametrize("op,index,dtype", WHOLE)
+def test_reference_region_equals_native(op: str, index: int, dtype: str) -> None:
+    info = SPEC.ops[op]
+    lower = getattr(torch, dtype)
+    # Kernels the catalog marks nondeterministic do not repeat bitwise: compare within tolerance.
+    tolerance = tolerance_for(SPEC, op, lower) if info.nondeterministic else None
+    results = []
+    for region in (torch.autocast, reference_impl.autocast):
+        m = materialize(info.samples[index], torch.float32, "cpu")
+        torch.manual_seed(0)
+        with warnings.catch_warnings(), region("cpu", dtype=lower):
+            warnings.simplefilter("ignore")
+            try:
+                results.append((op_overload(op)(*m.args, **m.kwargs), None))
+            except RuntimeError as e:
+                results.append((None, str(e).splitlines()[0]))
+    (native, native_err), (ref, ref_err) = results
+    assert native_err == ref_err, f"native raised {native_err!r}, reference raised {ref_err!r}"
+    problem = output_mismatch(native, ref, tolerance)
+    assert problem is None, (
+        f"{op} under reference_impl.autocast('cpu', dtype={dtype}): {problem}\n"
+        f"reproduce: pytest tests/test_reference_autocast.py -k '{op}-{index}-{dtype}'"
+    )
+
+
+# --- state ---
+
+
+def test_state_restored_after_exit_and_kernels_removed() -> None:
+    before, table = torch_state(), dispatch_table()
+    with reference_impl.autocast("cpu", dtype=torch.float16, cache_enabled=False):
+        assert torch_state() == (True, torch.float16, False)
+        assert registered("cpu")
+        assert dispatch_table() != table  # the reference kernels are in place
+    assert torch_state() == before
+    assert not registered("cpu")
+    assert dispatch_table() == table  # native kernels restored, nothing left inactive
+    assert out_dtype(LOWER) == torch.float32
+
+
+def test_state_restored_after_exception() -> None:
+    before, table = torch_state(), dispatch_table()
+    with pytest.raises(ZeroDivisionError), reference_impl.autocast("cpu"):
+        assert out_dtype(LOWER) == torch.bfloat16
+        _ = 1 / 0
+    assert torch_state() == before
+    assert dispatch_table() == table
+    with reference_impl.autocast("cpu"):  # and it still works afterwards
+        assert out_dtype(LOWER) == torch.bfloat16
+
+
+def test_nesting_and_disabled_subregion() -> None:
+    with reference_impl.autocast("cpu"):
+        assert out_dtype(LOWER) == torch.bfloat16
+        with reference_impl.autocast("cpu", dtype=torch.float16):
+            assert out_dtype(LOWER) == torch.float16
+            with reference_impl.autocast("cpu", enabled=False):
+                assert out_dtype(LOWER) == torch.float32
+                assert out_dtype(LOWER, torch.float16) == torch.float16  # untouched when disabled
+            assert out_dtype(LOWER) == torch.float16
+        assert out_dtype(LOWER, torch.float16) == torch.bfloat16
+        assert out_dtype(LOWER) == torch.bfloat16
+        assert registered("cpu")
+    assert not registered("cpu")
+
+
+def test_dtype_none_inherits_the_current_dtype() -> None:
+    with reference_impl.autocast("cpu", dtype=torch.float16), reference_impl.autocast("cpu"):
+        assert out_dtype(LOWER) == torch.float16
+
+
+def test_native_disable_inside_reference_region() -> None:
+    with reference_impl.autocast("cpu"), torch.autocast("cpu", enabled=False):
+        assert out_dtype(LOWER) == torch.float32
+
+
+def test_decorator() -> None:
+    @reference_impl.autocast("cpu", dtype=torch.float16)
+    def f() -> torch.dtype:
+        return out_dtype(LOWER)
+
+    assert f() == torch.float16
+    assert f() == torch.float16  # reusable
+    assert torch_state()[0] is False
+
+
+def test_new_thread_does_not_inherit() -> None:
+    seen: dict[str, Any] = {}
+
+    def worker() -> None:
+        seen["enabled"] = torch.is_autocast_enabled("cpu")
+        seen["dtype"] = out_dtype(LOWER)
+        with reference_impl.trace_casts() as log:
+            out_dtype(LOWER)
+        seen["records"] = len(log)
+
+    with reference_impl.autocast("cpu"):
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert out_dtype(LOWER) == torch.bfloat16
+    assert seen == {"enabled": False, "dtype": torch.float32, "records": 0}
+
+
+def test_unsupported_dtype_follows_the_spec_rule() -> None:
+    rule = CPU.unsupported_dtype
+    assert rule is not None
+    with pytest.warns(UserWarning, match=rule.message), reference_impl.autocast("cpu", dtype=torch.float64):
+        assert not torch.is_autocast_enabled("cpu")
+
+
+# --- the weight-cast cache ---
+
+
+def _weight_casts(cache_enabled: bool, regions: int) -> int:
+    lin = torch.nn.Linear(8, 4)
+    x = torch.randn(2, 8)
+    total = 0
+    for _ in range(regions):
+        with reference_impl.trace_casts() as log, reference_impl.autocast("cpu", cache_enabled=cache_enabled):
+            lin(x)
+            lin(x)
+        total += sum(1 for r in log if r.weight and not r.cached)
+    return total
+
+
+def test_cache_reuses_weight_casts_and_is_cleared_at_outermost_exit() -> None:
+    assert _weight_casts(True, 1) == 2  # weight and bias cast once, reused by the second call
+    assert _weight_casts(True, 2) == 4  # cleared at exit: cast again in the next region
+    assert _weight_casts(False, 1) == 4  # cache off: cast at every call
+
+
+def test_cache_only_for_leaf_weights_requiring_grad() -> None:
+    x = torch.randn(2, 8, requires_grad=True)  # a leaf that requires grad: cached like a weight
+    w = torch.randn(4, 8)  # no grad: never cached
+    with reference_impl.trace_casts() as log, reference_impl.autocast("cpu"):
+        for _ in range(2):
+            torch.nn.functional.linear(x * 1, w)  # x * 1 is not a leaf
+            torch.nn.functional.linear(x, w)
+    cached = {(r.arg, r.cached) for r in log if r.cached}
+    assert cached == {("input", True)}, log
+
+
+# --- tracing ---
+
+
+def test_trace_records_inside_and_nothing_outside() -> None:
+    with reference_impl.trace_casts() as log:
+        out_dtype(LOWER)
+        with torch.autocast("cpu"):
+            out_dtype(LOWER)  # native region: not the reference
+        assert len(log) == 0
+        with reference_impl.autocast("cpu"):
+            out_dtype(LOWER)
+        n = len(log)
+        out_dtype(LOWER)
+    assert n > 0 and len(log) == n
+    assert all(r.op == LOWER and r.to_dtype == torch.bfloat16 for r in log)
+    assert {"op", "arg", "from_dtype", "to_dtype", "policy", "cached"} <= set(dataclasses.asdict(log[0]))
+    text = str(log)
+    assert LOWER in text and "bfloat16" in text and str(Policy.LOWER_PRECISION_FP) in text
+
+
+# --- the spec drives it: a planted deviation changes the behavior ---
+
+
+def _spec_without(op: str) -> Any:
+    ops = {k: v for k, v in CPU.ops.items() if k != op}
+    device = dataclasses.replace(CPU, ops=ops)
+    return dataclasses.replace(SPEC, devices={**SPEC.devices, "cpu": device}, content_hash="planted")
+
+
+def test_op_missing_from_the_spec_falls_through() -> None:
+    spec = _spec_without(LOWER)
+    with reference_impl.autocast("cpu", spec=spec):
+        assert out_dtype(LOWER) == torch.float32  # native would give bfloat16
+    with reference_impl.autocast("cpu"):
+        assert out_dtype(LOWER) == torch.bfloat16
+
+
+def test_two_specs_at_once_are_refused() -> None:
+    planted = _spec_without(LOWER)
+    with (
+        reference_impl.autocast("cpu"),
+        pytest.raises(RuntimeError, match="another spec"),
+        reference_impl.autocast("cpu", spec=planted),
+    ):
+        pass
+    assert not registered("cpu")
