@@ -43,6 +43,7 @@ class Case:
     sample: int = 0
     variant: str = ""  # eligibility kind, input mix, ...
     mix: Mix = ()
+    seed: int = 0  # the values' seed (Hypothesis draws it)
 
     @property
     def id(self) -> str:
@@ -348,3 +349,13 @@ def coverage(target: Target) -> dict[str, list[str]]:
 def all_cases(target: Target) -> Iterable[Case]:
     for gen in GENERATORS:
         yield from cases(target, gen)
+
+
+def probe_op(target: Target, policy: Policy = Policy.LOWER_PRECISION_FP) -> str | None:
+    """The first op (by name) of ``policy`` with samples of at least two test-float tensors,
+    else one: the op context and cache tests watch to see whether autocast is on."""
+    ops = [op for op in target.device_spec.ops_with(policy) if _info(target, op)]
+    for op in ops:
+        if count_test_floats(target.spec.ops[op].samples[0]) > 1:
+            return op
+    return ops[0] if ops else None

@@ -75,7 +75,7 @@ def policy_call(target: Target, case: Case, entry: str, mix: tuple[str, ...] | N
     dtypes = resolve_mix(mix or case.mix, case.dtype)
     sample = entry_sample(target, case, entry)
     with target.tensors():
-        m = make_inputs(sample, dtypes, target.device, seed=case.sample)
+        m = make_inputs(sample, dtypes, target.device, seed=case.seed)
         native = run_native(target, lower, lambda: call_entry(case.op, entry, m))
         if entry == case.op or sample is target.spec.ops[case.op].samples[case.sample]:
             op_inputs = m
@@ -128,10 +128,10 @@ def numerics_call(target: Target, case: Case) -> PolicyResult:
     lower = lower_of(case)
     dtypes = resolve_mix(case.mix, case.dtype)
     sample = target.spec.ops[case.op].samples[case.sample]
-    m = make_inputs(sample, dtypes, target.device, seed=case.sample)
+    m = make_inputs(sample, dtypes, target.device, seed=case.seed)
     native = run_native(target, lower, lambda: call_entry(case.op, case.op, m))
     ref_dev = target.reference_device
-    rm = make_inputs(sample, dtypes, ref_dev, seed=case.sample) if ref_dev != target.device else m
+    rm = make_inputs(sample, dtypes, ref_dev, seed=case.seed) if ref_dev != target.device else m
     if ref_dev == target.device:
         expected = run_oracle(target, lower, case.op, rm)
     else:
@@ -252,3 +252,80 @@ def unlisted_call(target: Target, case: Case) -> Untouched:
     given = tensor_dtypes([*m.args, *m.kwargs.values()])
     why = f"{case.op} is not in the {target.device} spec: it must run in its input dtype"
     return Untouched(m, given, _arrived(calls, case.op), err, case.op, why)
+
+
+def explicit_dtype_call(target: Target, case: Case) -> PolicyResult:
+    """The op with its optional dtype argument given explicitly (float64), lower inputs."""
+    from reference_impl.policy import SlotKind, signature
+
+    lower = lower_of(case)
+    sample = target.spec.ops[case.op].samples[0]
+    slot = next(s for s in signature(case.op).slots if s.kind is SlotKind.OPTIONAL_DTYPE)
+    with target.tensors():
+        m0 = make_inputs(sample, resolve_mix(case.mix, case.dtype), target.device)
+        m = Materialized(m0.args, {**m0.kwargs, slot.name: torch.float64})
+        native = run_native(target, lower, lambda: call_entry(case.op, case.op, m))
+        expected = run_oracle(target, lower, case.op, m)
+        plan = _plan_text(target, lower, case.op, m)
+    return PolicyResult(m, native, expected, plan)
+
+
+@dataclass
+class AutogradSide:
+    grad_dtypes: list[str]
+    backward_dtypes: list[str]
+    error: str = ""
+
+
+@dataclass
+class AutogradResult:
+    inputs: Materialized
+    native: AutogradSide
+    reference: AutogradSide
+
+
+def _forward_backward(fn: Any, leaves: list[torch.Tensor]) -> AutogradSide:
+    """Run ``fn`` (the forward), then backward outside autocast; record dtypes."""
+    from reference_impl.samples import dtype_name, first_tensor
+
+    seen: list[str] = []
+    try:
+        with quiet():
+            out = first_tensor(fn())
+            if out is None or out.grad_fn is None:
+                return AutogradSide([], [], "the output does not require grad")
+            out.grad_fn.register_hook(lambda gi, go: seen.extend(dtype_name(g.dtype) for g in gi if g is not None))
+            out.float().abs().sum().backward()
+    except Exception as e:
+        return AutogradSide([], [], f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    grads = [dtype_name(t.grad.dtype) if t.grad is not None else "None" for t in leaves]
+    return AutogradSide(grads, seen)
+
+
+def autograd_call(target: Target, case: Case) -> AutogradResult:
+    """Native: forward under autocast, backward outside it. Reference: the oracle's explicit casts."""
+    lower = lower_of(case)
+    sample = target.spec.ops[case.op].samples[0]
+    dtypes = resolve_mix(case.mix, case.dtype)
+
+    def leaves_of(m: Materialized) -> list[torch.Tensor]:
+        return [t for t in m.tensors() if t.is_floating_point() and t.requires_grad]
+
+    with target.tensors():
+        m = make_inputs(sample, dtypes, target.device, requires_grad=True)
+        r = make_inputs(sample, dtypes, target.device, requires_grad=True)
+
+        def native_fwd() -> Any:
+            with target.autocast(lower):
+                return call_entry(case.op, case.op, m)
+
+        from reference_impl.oracle import oracle_call
+
+        from .runner import reference_spec, state_for
+
+        native = _forward_backward(native_fwd, leaves_of(m))
+        reference = _forward_backward(
+            lambda: oracle_call(reference_spec(target), state_for(target, lower), case.op, r.args, r.kwargs),
+            leaves_of(r),
+        )
+    return AutogradResult(m, native, reference)

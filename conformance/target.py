@@ -119,6 +119,9 @@ def _load(paths: tuple[str, ...]) -> Spec:
         first = e.problems[0] if e.problems else None
         more = f" (and {len(e.problems) - 1} more; run 'autocast-spec validate')" if len(e.problems) > 1 else ""
         raise TargetError(f"--spec: {first}{more}") from None
+    except (OSError, ValueError) as e:  # unreadable files, a broken schema
+        where = ", ".join(paths) or "the bundled spec"
+        raise TargetError(f"--spec: cannot load {where}: {type(e).__name__}: {e}") from None
 
 
 def resolve_target(opts: Options) -> Target:

@@ -1,0 +1,59 @@
+"""A probe call for context and cache tests: does autocast act here, and what did it cast?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+
+from reference_impl.probe.observe import _Intercepted, autograd_key_for, intercept
+from reference_impl.samples import Materialized, dtype_name
+from reference_impl.spec.model import Policy
+
+from .cases import probe_op
+from .runner import call_entry, make_inputs, quiet
+from .target import Target
+
+
+@dataclass
+class Probe:
+    """Calls the device's first lower_precision_fp op on float32 inputs."""
+
+    target: Target
+    op: str
+    inputs: Materialized
+
+    def output_dtype(self) -> str:
+        """The output dtype of a real call (``lower`` when autocast acts, else float32)."""
+        with quiet():
+            out = call_entry(self.op, self.op, self.inputs)
+        t = out if isinstance(out, torch.Tensor) else out[0]
+        return dtype_name(t.dtype)
+
+    def arrived(self, below_autograd: bool = False) -> list[Any]:
+        """The tensors as they arrive below Autocast (nothing runs).
+
+        ``below_autograd``: catch them at the backend key instead (inference_mode
+        skips the Autograd key).
+        """
+        key = autograd_key_for(self.target.dispatch_key)
+        if below_autograd:
+            key = getattr(torch._C.DispatchKey, self.target.dispatch_key.removeprefix("Autocast"))
+        with quiet(), intercept(self.op, key) as calls:
+            try:
+                call_entry(self.op, self.op, self.inputs)
+            except _Intercepted:
+                pass
+        assert calls, f"{self.op} did not reach the kernel below Autocast"
+        return [*calls[0].args, *calls[0].kwargs.values()]
+
+
+def make_probe(target: Target, requires_grad: bool = False) -> Probe:
+    op = probe_op(target, Policy.LOWER_PRECISION_FP)
+    if op is None:
+        pytest.fail(f"the {target.device} spec lists no lower_precision_fp op with samples to probe autocast with")
+    with target.tensors():
+        m = make_inputs(target.spec.ops[op].samples[0], (torch.float32,), target.device, requires_grad=requires_grad)
+    return Probe(target, op, m)

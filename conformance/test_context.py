@@ -1,0 +1,103 @@
+"""Context semantics of torch.autocast on the backend (needs torch.autocast to enable here).
+
+Each test watches a real call of the device's first lower_precision_fp op: it
+computes in the lower dtype exactly when autocast is on.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import pytest
+import torch
+
+from conformance.context_probe import make_probe
+from conformance.target import Target
+from reference_impl.samples import dtype_name
+
+pytestmark = [pytest.mark.context, pytest.mark.usefixtures("native_autocast")]
+
+
+def _lower(lower: torch.dtype) -> str:
+    return dtype_name(lower)
+
+
+def test_enabled_and_dtype_queries(target: Target, lower: torch.dtype) -> None:
+    d = target.device
+    assert not torch.is_autocast_enabled(d)
+    with target.tensors(), torch.autocast(d, dtype=lower):
+        assert torch.is_autocast_enabled(d), f"is_autocast_enabled({d!r}) is False inside torch.autocast"
+        assert torch.get_autocast_dtype(d) == lower, f"get_autocast_dtype({d!r}) is {torch.get_autocast_dtype(d)}"
+    assert not torch.is_autocast_enabled(d), f"is_autocast_enabled({d!r}) stays True after exit"
+
+
+def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> None:
+    p = make_probe(target)
+    lo = _lower(lower)
+    with target.tensors():
+        assert p.output_dtype() == "float32"
+        with torch.autocast(target.device, dtype=lower):
+            assert p.output_dtype() == lo, "autocast does not act in the outer region"
+            with torch.autocast(target.device, enabled=False):
+                assert p.output_dtype() == "float32", "enabled=False subregion still casts"
+                with torch.autocast(target.device, dtype=lower):
+                    assert p.output_dtype() == lo, "re-enabling inside a disabled region does not cast"
+                assert p.output_dtype() == "float32", "leaving the re-enabled region does not restore 'disabled'"
+            assert p.output_dtype() == lo, "leaving the disabled subregion does not restore autocast"
+        assert p.output_dtype() == "float32", "autocast still acts after the outermost exit"
+
+
+def test_decorator_form(target: Target, lower: torch.dtype) -> None:
+    p = make_probe(target)
+
+    @torch.autocast(target.device, dtype=lower)
+    def body() -> str:
+        return p.output_dtype()
+
+    with target.tensors():
+        assert body() == _lower(lower), "the decorator form does not enable autocast"
+        assert p.output_dtype() == "float32", "the decorator form leaks autocast"
+
+
+def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
+    d = target.device
+    before = (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
+    with pytest.raises(ValueError, match="boom"), torch.autocast(d, dtype=lower):  # noqa: PT012
+        with torch.autocast(d, enabled=False):
+            raise ValueError("boom")
+    assert (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) == before, "state not restored"
+
+
+def test_new_thread_starts_disabled(target: Target, lower: torch.dtype) -> None:
+    seen: list[bool] = []
+    expected = target.spec.rules.context.new_thread_enabled
+    with torch.autocast(target.device, dtype=lower):
+        t = threading.Thread(target=lambda: seen.append(torch.is_autocast_enabled(target.device)))
+        t.start()
+        t.join()
+    assert seen == [expected], f"a new thread sees is_autocast_enabled={seen[0]}, spec says {expected}"
+
+
+def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:
+    """A dtype outside supported_dtypes: warn and disable (or as the device spec says)."""
+    rule = target.device_spec.unsupported_dtype
+    if rule is None:
+        pytest.fail(f"the {target.device} spec gives no unsupported_dtype rule", pytrace=False)
+    bad = torch.float64
+    if rule.action == "warn_and_disable":
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with torch.autocast(target.device, dtype=bad):
+                on = torch.is_autocast_enabled(target.device)
+        msgs = [str(x.message) for x in w]
+        assert any(rule.message.split(".")[0] in m for m in msgs), f"no warning matching {rule.message!r}: {msgs}"
+        assert not on, "autocast stayed enabled with an unsupported dtype"
+    elif rule.action == "error":
+        with pytest.raises(Exception, match=rule.message), torch.autocast(target.device, dtype=bad):
+            pass
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autocast(target.device, dtype=bad):
+                assert torch.get_autocast_dtype(target.device) == bad, "the dtype was not accepted"
