@@ -229,8 +229,8 @@ def script_source(
     )
 
 
-def _script_fn(source: str) -> Callable[..., Any]:
-    """Write ``source`` to a module file (TorchScript reads source from files) and script ``fn``."""
+def _module_fn(source: str) -> Callable[..., Any]:
+    """Write ``source`` to a module file (TorchScript reads source from files); return its ``fn``."""
     if not _SCRIPT_DIR:
         _SCRIPT_DIR.append(Path(tempfile.mkdtemp(prefix="autocast_modes_")))
     name = f"_autocast_mode_fn_{next(_counter)}"
@@ -241,7 +241,7 @@ def _script_fn(source: str) -> Callable[..., Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    return torch.jit.script(module.fn)
+    return module.fn
 
 
 def _build(
@@ -254,15 +254,18 @@ def _build(
     dtype: torch.dtype,
     backend: str,
 ) -> Callable[..., Any]:
-    if mode == "script":
-        return _script_fn(script_source(target, args, kwargs, len(tensors), device, dtype))
+    if mode in ("script", "compile"):
+        # a generated module per call: TorchScript needs source, and Dynamo caches per code
+        # object (shared closures would hit its recompile limit and silently run eagerly)
+        fn = _module_fn(script_source(target, args, kwargs, len(tensors), device, dtype))
+        if mode == "script":
+            return torch.jit.script(fn)
+        return torch.compile(fn, backend=backend, dynamic=False, fullgraph=True)
     py = _python_fn(target, args, kwargs, device, dtype)
     if mode == "eager":
         return py
     if mode == "trace":
         return torch.jit.trace(py, tuple(tensors), check_trace=False)
-    if mode == "compile":
-        return torch.compile(py, backend=backend, dynamic=False)
     raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
 
 
