@@ -25,7 +25,7 @@ def _cell(text: str) -> str:
 def _outcome(lim: JitLimitation) -> str:
     out = lim.expect
     if lim.expect == "error" and lim.message:
-        out += f": `{lim.message}`"
+        out += f": `` {lim.message} ``" if "`" in lim.message else f": `{lim.message}`"
     if lim.expect == "differs":
         out += " (" + ", ".join(f"{d.op} → {d.observed}" for d in lim.differs) + ")"
     if lim.later_calls:
