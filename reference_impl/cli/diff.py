@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from ..probe.device_spec import ProbeError, probe_device
-from ..spec.loader import load_spec
+from ..spec.loader import load_spec, nearest_covered_version
 from ..spec.model import Spec
 from ..spec.problems import SpecError, SpecProblem
 from ..spec.yaml_source import read_yaml
@@ -74,14 +74,14 @@ def _load(paths: list[Path] | None, version: str, what: str) -> Spec:
         raise UsageError(_one_line(e, what)) from None
 
 
-def _is_device_file(path: Path) -> str | None:
-    """The device a single spec file describes, or None for other kinds of file."""
+def _device_file(path: Path) -> tuple[str, str] | None:
+    """(device, torch range) of a single device spec file; None for other files."""
     try:
         data = read_yaml(path, str(path)).data
     except SpecProblem:
         return None
     if isinstance(data, dict) and data.get("kind") == "device":
-        return str(data.get("device"))
+        return str(data.get("device")), str(data.get("torch", ""))
     return None
 
 
@@ -111,16 +111,22 @@ def resolve_side(text: str, torch_version: str | None) -> Side:
         return probe_side(device, _bundled_or_none(installed_torch_version()))
     m = _VERSION_SUFFIX.match(text)
     base = m.group("base") if m else text
-    version = (m.group("version") if m else None) or torch_version or installed_torch_version()
+    asked = (m.group("version") if m else None) or torch_version
+    version = asked or installed_torch_version()
     label = text if m or not torch_version else f"{text}@{torch_version}"
     path = Path(base)
     if path.exists():
+        device_file = _device_file(path) if path.is_file() else None
+        if device_file is not None and asked is None:
+            # a single device file is read for a torch version it describes
+            version = nearest_covered_version([device_file[1]], version) or version
         spec = _load([path], version, base)
-        if path.is_file():
-            device = _is_device_file(path)
-            if device is not None:
-                return Side(label, {device: spec.devices[device]}, spec, single=True)
-        return Side(label, dict(spec.devices), spec, single=False)
+        if device_file is None:
+            return Side(label, dict(spec.devices), spec, single=False)
+        named, covers = device_file
+        if named not in spec.devices:
+            raise UsageError(f"{base}: describes {named} for torch {covers}, not for torch {version}")
+        return Side(label, {named: spec.devices[named]}, spec, single=True)
     if "/" in base or base.endswith((".yaml", ".yml", ".json")):
         raise UsageError(f"{base}: no such file or directory")
     spec = _load(None, version, f"bundled spec for torch {version}")

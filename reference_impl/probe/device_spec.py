@@ -7,8 +7,9 @@ listed in :attr:`ProbedDevice.borrowed` (the YAML header names them too):
 - op registrations: always observed (the dispatcher's table for the Autocast key);
 - op policies and banned messages: observed through
   :func:`~reference_impl.probe.observe.observe_device` (FakeTensors off-device).
-  On MAIA FakeTensors carry no Autocast key, so the policies of MAIA's registered
-  ops are borrowed from the bundled spec (which derives them from MTIA);
+  On MAIA FakeTensors carry no Autocast key: each op MAIA registers gets the
+  policy observed on the device MAIA's bundled spec ``extends`` (MTIA), noted
+  per entry; without such a device, the bundled spec's policy;
 - default dtype: ``torch.get_autocast_dtype(device)``;
 - supported dtypes and the unsupported-dtype rule: by constructing
   ``torch.autocast(device, dtype=...)`` for float16, bfloat16 and float32 and
@@ -147,19 +148,33 @@ def probe_device(
     unresolved: list[str] = []
     ops: dict[str, OpPolicy] = {}
 
+    parent = bundled.extends if bundled else None
+    stand_in: DeviceObservation | None = None
+    if obs.unobservable_reason and parent:
+        stand_in = observe_device(parent, dispatch_key_for(parent), lower, progress=progress)
+        if stand_in.unobservable_reason:
+            stand_in = None
     if obs.unobservable_reason:
-        borrowed.append(
-            f"op policies: {obs.unobservable_reason}; "
-            + ("taken from the bundled spec" if bundled else "no bundled spec to take them from")
+        source = (
+            f"each registered op's policy is observed on {parent}, the device it extends"
+            if stand_in
+            else "taken from the bundled spec"
+            if bundled
+            else "no bundled spec to take them from"
         )
+        borrowed.append(f"op policies: {obs.unobservable_reason}; {source}")
+    note = f"not observed: policy observed on {parent}" if stand_in else "not observed: from the bundled spec"
     for op in sorted(obs.registered):
         o = obs.observations.get(op)
         if o is not None and o.policy is not None:
             ops[op] = OpPolicy(op, o.policy, loc, message=o.message)
             continue
-        known = bundled.ops.get(op) if bundled else None
-        if known is not None and obs.unobservable_reason:
-            ops[op] = OpPolicy(op, known.policy, loc, message=known.message, note="not observed")
+        s = stand_in.observations.get(op) if stand_in else None
+        known = bundled.ops.get(op) if bundled and not stand_in else None
+        if s is not None and s.policy is not None:
+            ops[op] = OpPolicy(op, s.policy, loc, message=s.message, note=note)
+        elif known is not None and obs.unobservable_reason:
+            ops[op] = OpPolicy(op, known.policy, loc, message=known.message, note=note)
         else:
             why = o.error if o is not None else obs.unobservable_reason
             unresolved.append(f"{op}: {why or 'no cast observed'}")

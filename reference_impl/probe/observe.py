@@ -145,6 +145,9 @@ def raw_autocast(device: str, dtype: torch.dtype, enabled: bool = True) -> Itera
 # ---------------------------------------------------------------------------
 
 
+_DIMNAME_ARGS = frozenset({"dim", "dims", "names", "outdim"})
+
+
 def _value_for(arg: torch._C.Argument, make: Callable[[int], torch.Tensor], index: int) -> Any:
     t = str(arg.type)
     optional = t.endswith("?") or t.startswith("Optional[")
@@ -167,6 +170,13 @@ def _value_for(arg: torch._C.Argument, make: Callable[[int], torch.Tensor], inde
         return False
     if base in ("List[bool]", "bool[]") or base.startswith("List[bool]"):
         return [False]
+    # Dimname arguments (the named-tensor overloads torch <2.13 registers for autocast)
+    # print as str in schemas; the boxed Autocast kernels parse them as qualified symbols.
+    dimname = arg.name in _DIMNAME_ARGS
+    if base in ("List[str]", "str[]"):
+        return ["dimname::N"] if dimname else ["fro"]
+    if base == "str" and dimname:
+        return "dimname::N"
     if base == "str":
         return "fro"
     if base in ("Scalar", "number"):
