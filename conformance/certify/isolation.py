@@ -126,6 +126,39 @@ class WorkerPlan:
     env: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class _Worker:
+    n: int
+    proc: subprocess.Popen[bytes]
+    ids_file: Path
+    events_file: Path
+    log_file: Path
+
+
+def _spawn(plan: WorkerPlan, n: int) -> _Worker:
+    """Start worker ``n``; it imports and collects, then waits for its ids file to appear."""
+    ids_file = plan.workdir / f"worker-{n}.ids"
+    events_file = plan.workdir / f"worker-{n}.jsonl"
+    log_file = plan.workdir / f"worker-{n}.log"
+    with log_file.open("wb") as log:
+        proc = subprocess.Popen(
+            plan.command(ids_file, events_file),
+            cwd=plan.cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **plan.env},
+            start_new_session=True,  # its own process group: a timeout kills all of it
+        )
+    return _Worker(n, proc, ids_file, events_file, log_file)
+
+
+def _hand_over(w: _Worker, ids: Sequence[str]) -> None:
+    tmp = w.ids_file.with_suffix(".ids.tmp")
+    tmp.write_text("\n".join(ids) + "\n", encoding="utf-8")
+    tmp.replace(w.ids_file)  # atomic: the waiting worker never reads half a list
+
+
 def run_isolated(
     nodeids: Sequence[str],
     plan: WorkerPlan,
@@ -134,44 +167,41 @@ def run_isolated(
 ) -> int:
     """Run ``nodeids`` in as many successive workers as crashes require.
 
-    ``on_event`` receives every start/report/finish event as it is read;
-    ``on_lost`` each test recorded as crash or timeout. Returns the number of
-    workers started.
+    A spare worker is always started ahead (it imports torch and collects while
+    the current one runs), so a crash costs one test, not a restart. ``on_event``
+    receives every start/report/finish event as it is read; ``on_lost`` each test
+    recorded as crash or timeout. Returns the number of workers that ran tests.
     """
     remaining = list(nodeids)
-    workers = 0
     plan.workdir.mkdir(parents=True, exist_ok=True)
-    while remaining:
-        workers += 1
-        ids_file = plan.workdir / f"worker-{workers}.ids"
-        events_file = plan.workdir / f"worker-{workers}.jsonl"
-        log_file = plan.workdir / f"worker-{workers}.log"
-        ids_file.write_text("\n".join(remaining) + "\n", encoding="utf-8")
-        env = {**os.environ, **plan.env}
-        with log_file.open("wb") as log:
-            proc = subprocess.Popen(
-                plan.command(ids_file, events_file),
-                cwd=plan.cwd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,  # its own process group: a timeout kills all of it
+    used = 0
+    spare = _spawn(plan, 1)
+    try:
+        while remaining:
+            w = spare
+            used += 1
+            _hand_over(w, remaining)
+            spare = _spawn(plan, w.n + 1)
+            finished, lost_one, started_any = _watch(
+                w.proc, w.events_file, w.log_file, plan, on_event, on_lost
             )
-            finished, lost_one, started_any = _watch(proc, events_file, log_file, plan, on_event, on_lost)
-        if not started_any:
-            raise WorkerError(
-                f"worker {workers} ran no test ({describe_exit(proc.returncode)}); its output:\n"
-                + log_tail(log_file)
-            )
-        done = finished | ({lost_one} if lost_one else set())
-        remaining = [n for n in remaining if n not in done]
-        if lost_one is None and remaining:
-            # The worker ended normally but skipped some ids (e.g. not collected there).
-            for n in remaining:
-                on_lost(Lost(n, "crash", "the worker ended without running this test", 0.0))
-            remaining = []
-    return workers
+            if not started_any:
+                raise WorkerError(
+                    f"worker {w.n} ran no test ({describe_exit(w.proc.returncode)}); its output:\n"
+                    + log_tail(w.log_file)
+                )
+            done = finished | ({lost_one} if lost_one else set())
+            remaining = [n for n in remaining if n not in done]
+            if lost_one is None and remaining:
+                # The worker ended normally but skipped some ids (e.g. not collected there).
+                for n in remaining:
+                    on_lost(Lost(n, "crash", "the worker ended without running this test", 0.0))
+                remaining = []
+    finally:
+        _kill(spare.proc)
+        for f in (spare.ids_file, spare.events_file, spare.log_file):
+            f.unlink(missing_ok=True)
+    return used
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -246,7 +276,7 @@ def _watch(
         lost = Lost(
             current,
             "crash",
-            f"{describe_exit(proc.returncode)} while this test ran; last output:\n{log_tail(log_file, 1500)}",
+            f"{describe_exit(proc.returncode)} while this test ran\n--- last output:\n{log_tail(log_file, 1500)}",
             duration,
             list(current_reports),
         )

@@ -322,7 +322,7 @@ class Outcomes:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         ids_file = _option(config, "certify_run_ids")
         if ids_file:
-            wanted = Path(ids_file).read_text(encoding="utf-8").split("\n")
+            wanted = wait_for_ids(Path(ids_file)).split("\n")
             order = {n: i for i, n in enumerate(w for w in wanted if w)}
             keep = sorted((it for it in items if it.nodeid in order), key=lambda it: order[it.nodeid])
             dropped = [it for it in items if it.nodeid not in order]
@@ -406,6 +406,19 @@ class Outcomes:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.writer is None:
             report_stale(terminalreporter, self.stale, other_device_entries(self.exp, self.device))
+
+
+def wait_for_ids(path: Path) -> str:
+    """A spare worker waits, collected, until the coordinator hands it the ids to run.
+
+    It exits when the coordinator is gone (its parent process changed).
+    """
+    parent = os.getppid()
+    while not path.exists():
+        if os.getppid() != parent:
+            os._exit(0)
+        time.sleep(0.02)
+    return path.read_text(encoding="utf-8")
 
 
 def _rewrite(rep: pytest.TestReport, status: str, note: str) -> None:

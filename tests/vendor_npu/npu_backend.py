@@ -15,12 +15,14 @@ FakeTensors on a renamed PrivateUse1 device carry the ``AutocastPrivateUse1``
 dispatch key, so the kernels run as a real backend's would, without hardware.
 
 Two bugs of this "vendor", declared in ``expectations.yaml``: the promote kernel
-of grid_sampler is unimplemented (raises NotImplementedError), and cosh returns
+of atan2 is unimplemented (raises NotImplementedError), and cosh returns
 its result in the lower dtype. Environment switches plant what a vendor must
 not ship, for the tests of the tests:
 
 ``NPU_SIM_DEVIATE=aten::op=policy[,...]``  register ``op`` with another policy than the spec says
-``NPU_SIM_ABORT=aten::op``                  the kernel of ``op`` calls ``os.abort()``
+``NPU_SIM_ABORT=aten::op``                  the kernel of ``op`` calls ``os.abort()`` once: the
+                                           first call with eligible inputs, in any process,
+                                           while the file ``NPU_SIM_ABORT_MARKER`` is absent
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ def widest(args: tuple[Any, ...], kwargs: dict[str, Any], lower: torch.dtype) ->
 
 
 def below_autocast() -> Any:
-    return torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1))
+    return torch._C._ExcludeDispatchKeyGuard(
+        torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
+    )
 
 
 def make_kernel(
@@ -139,7 +143,9 @@ def make_kernel(
     return kernel
 
 
-def _with_dtype(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _with_dtype(
+    schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``dtype=float32`` unless the caller gave one."""
     names = [a.name for a in schema.arguments]
     idx = names.index("dtype")
@@ -168,11 +174,11 @@ def _positional(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> l
 
 def with_known_bugs(op: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
     name = split_op_name(op)[1]
-    if name == "grid_sampler":
+    if name == "atan2":
 
         def unimplemented(*args: Any, **kwargs: Any) -> Any:
             if any_eligible(args, kwargs):
-                raise NotImplementedError("npu: grid_sampler autocast kernel is not implemented")
+                raise NotImplementedError("npu: atan2 autocast kernel is not implemented")
             return kernel(*args, **kwargs)
 
         return unimplemented
@@ -189,8 +195,16 @@ def with_known_bugs(op: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-def _aborting(*args: Any, **kwargs: Any) -> Any:
-    os.abort()
+def aborting_once(kernel: Callable[..., Any], marker: Path) -> Callable[..., Any]:
+    """A kernel that calls ``os.abort()`` the first time any process calls it with eligible inputs."""
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        if any_eligible(args, kwargs) and not marker.exists():
+            marker.write_text("aborted once\n")
+            os.abort()
+        return kernel(*args, **kwargs)
+
+    return crash
 
 
 def planted_policies() -> dict[str, Policy]:
@@ -217,6 +231,11 @@ def register() -> int:
     dev = spec.device(DEVICE)
     deviate = planted_policies()
     abort_op = os.environ.get("NPU_SIM_ABORT", "").strip()
+    if not torch._C._dispatch_has_backend_fallback(torch._C.DispatchKey.AutocastPrivateUse1):
+        # What a vendor's C++ does for every other op: fall through autocast.
+        fallback = torch.library.Library("_", "IMPL")
+        fallback.fallback(torch.library.fallthrough_kernel, KEY)
+        _LIBS.append(fallback)
     libs: dict[str, torch.library.Library] = {}
     for op, entry in dev.ops.items():
         ns, name, ovl = split_op_name(op)
@@ -225,7 +244,7 @@ def register() -> int:
         policy = deviate.get(op, entry.policy)
         kernel = make_kernel(op, policy, entry.message, info.append_dtype_target if info else None)
         if op == abort_op:
-            kernel = _aborting
+            kernel = aborting_once(kernel, Path(os.environ["NPU_SIM_ABORT_MARKER"]))
         lib.impl(f"{name}.{ovl}" if ovl else name, with_known_bugs(op, kernel), KEY)
     _LIBS.extend(libs.values())
     return len(dev.ops)

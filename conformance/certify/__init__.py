@@ -1,0 +1,1 @@
+"""Vendor certification: expectations files, isolated runs, the certification bundle."""

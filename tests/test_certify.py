@@ -1,0 +1,334 @@
+"""Certification machinery: expectations, statuses, isolation, the bundle and its verifier.
+
+Unit tests of the pure decisions, then one certification of a small synthetic
+suite (in a temporary directory) that exercises every status: a crash
+(``os.abort()``), a hang (killed at ``--test-timeout``), a matching and a
+mismatching xfail, an unexpected pass, a waiver, a not-supported test and a
+stale entry. The verifier must call that bundle NOT conformant and catch
+tampering. The real suite is certified in test_vendor_npu.py and test_wheel_install.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from certify_helpers import Run, certification, pytest_cmd, results, run, verify
+
+from conformance.certify import bundle as B
+from conformance.certify.expectations import (
+    Expectations,
+    Failure,
+    glob_matches,
+    load_expectations,
+    mandatory_violations,
+    stale_entries,
+    status_of,
+)
+from conformance.certify.plugin import worker_args
+from reference_impl.cli.main import main as cli_main
+from reference_impl.spec.problems import SpecError
+
+# ---------------------------------------------------------------------------
+# Pure decisions
+# ---------------------------------------------------------------------------
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_globs_treat_brackets_literally() -> None:
+    tid = "conformance/test_op_policy.py::test_op_policy[npu-float16-fp32-aten::cosh]"
+    assert glob_matches("conformance/test_op_policy.py::*[npu-float16-fp32-aten::cosh*", tid)
+    assert glob_matches("*aten::cos?]", tid)
+    assert not glob_matches("*[npu-float16-fp32-aten::cos]", tid)
+    assert not glob_matches("test_op_policy.py::*", tid), "globs match the whole id"
+
+
+@pytest.mark.parametrize(
+    "entry,line,message",
+    [
+        (
+            "  - {match: a, status: maybe, reason: r}",
+            3,
+            "'maybe' is not one of skip, xfail, not-supported, waiver",
+        ),
+        (
+            "  - {match: a, status: waiver, reason: r, devices: [npu]}",
+            3,
+            "missing 'issue' (status waiver needs it)",
+        ),
+        ("  - {match: a, status: xfail, reason: r}", 3, "missing 'error' (status xfail needs it)"),
+        ("  - {match: a, status: skip, reason: r, colour: red}", 3, "unknown key 'colour'"),
+        ("  - {match: a, status: waiver, reason: r, issue: nope, devices: [x]}", 3, "is not an issue URL"),
+        (
+            "  - {match: a, status: skip, reason: r, error: {type: E, message: m}}",
+            3,
+            "'error' is only for status xfail",
+        ),
+        (
+            "  - {match: a, status: xfail, reason: r, error: {type: E, message: '('}}",
+            3,
+            "not a valid regular expression",
+        ),
+    ],
+)
+def test_bad_expectations_name_file_and_line(tmp_path: Path, entry: str, line: int, message: str) -> None:
+    f = write(tmp_path / "exp.yaml", f"kind: expectations\nexpectations:\n{entry}\n")
+    with pytest.raises(SpecError) as e:
+        load_expectations(f)
+    first = str(e.value.problems[0])
+    assert first.startswith(f"{f}:{line}:") and message in first, first
+
+
+def test_status_table() -> None:
+    exp = load_expectations_text(
+        """
+  - {match: x, status: xfail, reason: r, error: {type: RuntimeError, message: "no kernel"}}
+  - {match: w, status: waiver, reason: r, issue: "https://e.com/1", devices: [npu]}
+  - {match: n, status: not-supported, reason: r}
+"""
+    )
+    xf, wv, ns = (exp.for_test(t, "npu") for t in ("x", "w", "n"))
+    rt = Failure(("RuntimeError", "builtins.RuntimeError"), "no kernel for mm")
+    other = Failure(("ValueError",), "bad")
+    assert status_of("failed", xf, rt)[0] == "xfail"
+    assert status_of("failed", xf, other)[0] == "fail"
+    assert status_of("passed", xf)[0] == "unexpected-pass"
+    assert status_of("failed", wv, other)[0] == "waived"
+    assert status_of("passed", wv)[0] == "pass"
+    assert status_of("passed", ns)[0] == "not-supported"
+    assert status_of("skipped", None)[0] == "skip"
+    assert status_of("failed", None, other)[0] == "fail"
+    assert exp.for_test("w", "cuda") is None, "a waiver covers only its devices"
+
+
+def load_expectations_text(entries: str, tmp: Path | None = None) -> Expectations:
+    import tempfile
+
+    d = Path(tmp or tempfile.mkdtemp())
+    return load_expectations(write(d / "exp.yaml", "kind: expectations\nexpectations:" + entries))
+
+
+def test_mandatory_core_cannot_be_excused_and_stale_entries_are_found() -> None:
+    exp = load_expectations_text(
+        """
+  - {match: "*ctx*", status: skip, reason: r}
+  - {match: "*gone*", status: skip, reason: r}
+"""
+    )
+    tests = {"t.py::ctx_nesting": "context", "t.py::mm": "op_policy"}
+    probs = mandatory_violations(exp, tests, ["context", "eligibility"], "cpu")
+    assert len(probs) == 1 and probs[0].line == 3 and "mandatory core" in probs[0].message, probs
+    assert [e.match for e in stale_entries(exp, tests, "cpu")] == ["*gone*"]
+
+
+def test_worker_args_drop_coordinator_options() -> None:
+    args = [
+        "--backend",
+        "cpu",
+        "--certify",
+        "out",
+        "--test-timeout=5",
+        "--certify-overwrite",
+        "--junitxml",
+        "j.xml",
+        "--expectations",
+        "e.yaml",
+        "--pyargs",
+        "conformance",
+    ]
+    assert worker_args(args) == ["--backend", "cpu", "--expectations", "e.yaml", "--pyargs", "conformance"]
+
+
+def test_ids_must_be_complete_and_unique() -> None:
+    rs = [B.TestResult("a", "pass"), B.TestResult("a", "pass"), B.TestResult("c", "pass")]
+    probs = B.check_ids(rs, ["a", "b", "c"], ["a", "b", "c", "d"])
+    text = "\n".join(probs)
+    assert "appear more than once" in text and "collected at certification have no result" in text
+    assert "generated by the spec have no result (e.g. b)" in text
+
+
+# ---------------------------------------------------------------------------
+# A certification of a synthetic suite
+# ---------------------------------------------------------------------------
+
+SUITE = """
+import os, time
+import pytest
+
+@pytest.mark.context
+def test_context_ok(): pass
+
+@pytest.mark.op_policy
+@pytest.mark.parametrize("op", ["a", "b"])
+def test_policy(op):
+    if op == "b":
+        raise RuntimeError("kernel b missing on this device")
+
+@pytest.mark.op_policy
+def test_wrong_exc(): raise ValueError("something else")
+
+@pytest.mark.op_policy
+def test_xpass(): pass
+
+@pytest.mark.numerics
+def test_waived(): assert False, "off by 2 ulp"
+
+@pytest.mark.numerics
+def test_not_supported(): os.abort()  # declared not-supported: never run
+
+@pytest.mark.numerics
+def test_crash(): os.abort()
+
+@pytest.mark.numerics
+def test_hang(): time.sleep(600)
+
+@pytest.mark.numerics
+def test_after_the_crash(): pass
+"""
+
+EXPECTATIONS = """kind: expectations
+expectations:
+  - {match: "test_syn.py::test_policy[b]", status: xfail, reason: r,
+     error: {type: RuntimeError, message: "kernel b missing"}}
+  - {match: "test_syn.py::test_wrong_exc", status: xfail, reason: r, error: {type: RuntimeError, message: x}}
+  - {match: "test_syn.py::test_xpass", status: xfail, reason: r, error: {type: RuntimeError, message: x}}
+  - {match: "test_syn.py::test_waived", status: waiver, reason: r, issue: "https://e.com/1", devices: [cpu]}
+  - {match: "test_syn.py::test_not_supported", status: not-supported, reason: r}
+  - {match: "test_syn.py::test_gone*", status: skip, reason: r}
+"""
+
+EXPECTED = {
+    "test_syn.py::test_context_ok": "pass",
+    "test_syn.py::test_policy[a]": "pass",
+    "test_syn.py::test_policy[b]": "xfail",
+    "test_syn.py::test_wrong_exc": "fail",
+    "test_syn.py::test_xpass": "unexpected-pass",
+    "test_syn.py::test_waived": "waived",
+    "test_syn.py::test_not_supported": "not-supported",
+    "test_syn.py::test_crash": "crash",
+    "test_syn.py::test_hang": "timeout",
+    "test_syn.py::test_after_the_crash": "pass",
+}
+
+
+def synthetic(tmp: Path) -> Path:
+    d = tmp / "suite"
+    d.mkdir()
+    write(d / "test_syn.py", SUITE)
+    write(d / "exp.yaml", EXPECTATIONS)
+    return d
+
+
+def certify_synthetic(d: Path, out: str, *extra: str) -> Run:
+    return run(pytest_cmd("--backend", "cpu", "--expectations", "exp.yaml", "--certify", out, *extra, "."), d)
+
+
+@pytest.fixture(scope="module")
+def syn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
+    d = synthetic(tmp_path_factory.mktemp("certify"))
+    return d, certify_synthetic(d, "out", "--test-timeout", "8")
+
+
+def test_every_status_is_recorded(syn: tuple[Path, Run]) -> None:
+    d, cert = syn
+    got = {t: r["status"] for t, r in results(d / "out").items()}
+    assert got == EXPECTED, cert.repro()
+    assert cert.rc == 1, cert.repro()
+    meta = certification(d / "out")
+    assert meta["workers"] == 3, "one worker, then one after the crash, one after the hang"
+    assert meta["stale_expectations"] == ["exp.yaml:9: skip 'test_syn.py::test_gone*'"], meta
+    assert not meta["verdict"]["conformant"]
+
+
+def test_bundle_files(syn: tuple[Path, Run]) -> None:
+    out = syn[0] / "out"
+    for name in (
+        B.RESULTS,
+        B.RESULTS_LOG,
+        B.COLLECTED,
+        B.CERTIFICATION,
+        B.ENVIRONMENT,
+        B.JUNIT,
+        B.SUMMARY,
+        B.EXPECTATIONS_COPY,
+        B.MANIFEST,
+    ):
+        assert (out / name).is_file(), name
+    assert B.manifest_problems(out) == []
+    env = json.loads((out / B.ENVIRONMENT).read_text())
+    assert env["torch"]["version"] and env["python"] and env["os"]
+    junit = (out / B.JUNIT).read_text()
+    assert junit.count("<testcase") == len(EXPECTED) and 'type="crash"' in junit
+    summary = (out / B.SUMMARY).read_text()
+    assert "## Per category" in summary and "| numerics | 5 |" in summary, summary
+    log_lines = (out / B.RESULTS_LOG).read_text().splitlines()
+    assert len(log_lines) == len(EXPECTED), "the append-only log has every test"
+
+
+def test_verify_says_not_conformant(syn: tuple[Path, Run]) -> None:
+    d = syn[0]
+    v = verify(d / "out", d)
+    assert v.rc == 1, v.repro()
+    assert "verdict: NOT conformant" in v.out and "1 crash" in v.out and "1 timeout" in v.out, v.out
+    assert "test list regenerated from the spec: 10 tests" in v.out, v.out
+
+
+def test_verify_catches_tampering(syn: tuple[Path, Run], tmp_path: Path) -> None:
+    d = syn[0]
+    # 1. an edited status: the manifest hash no longer matches
+    edited = tmp_path / "edited"
+    shutil.copytree(d / "out", edited)
+    data = json.loads((edited / B.RESULTS).read_text())
+    data["tests"] = [t | {"status": "pass"} for t in data["tests"]]
+    (edited / B.RESULTS).write_text(json.dumps(data))
+    # 2. a test dropped from results and the stored list, manifest recomputed: regeneration finds it
+    dropped = tmp_path / "dropped"
+    shutil.copytree(d / "out", dropped)
+    keep = lambda tests: [t for t in tests if t["id"] != "test_syn.py::test_crash"]  # noqa: E731
+    data = json.loads((dropped / B.RESULTS).read_text())
+    data["tests"] = [t | {"status": "pass"} for t in keep(data["tests"])]
+    (dropped / B.RESULTS).write_text(json.dumps(data))
+    (dropped / B.COLLECTED).write_text(json.dumps(keep(json.loads((dropped / B.COLLECTED).read_text()))))
+    B.write_manifest(dropped)
+    v1, v2 = verify(edited, d), verify(dropped, d)
+    assert v1.rc == 1 and "results.json: sha256 does not match" in v1.out, v1.repro()
+    assert (
+        v2.rc == 1
+        and "1 test(s) generated by the spec have no result (e.g. test_syn.py::test_crash)" in v2.out
+    ), v2.repro()
+
+
+def test_verify_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["verify-bundle", str(tmp_path / "nope")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert cli_main(["verify-bundle", str(tmp_path)]) == 2
+    assert "not a certification bundle" in capsys.readouterr().err
+
+
+def test_certify_refuses_narrowing_overwrite_and_excusing_the_core(
+    syn: tuple[Path, Run], tmp_path: Path
+) -> None:
+    d = syn[0]
+    narrowed = certify_synthetic(d, str(tmp_path / "k"), "-k", "policy")
+    assert narrowed.rc == 4 and "refuses options that narrow or stop it: -k 'policy'" in narrowed.out, (
+        narrowed.repro()
+    )
+    again = certify_synthetic(d, "out")
+    assert (
+        again.rc == 4 and "the directory is not empty" in again.out and "--certify-overwrite" in again.out
+    ), again.repro()
+    write(d / "core.yaml", EXPECTATIONS + "  - {match: '*context_ok', status: skip, reason: r}\n")
+    core = run(
+        pytest_cmd("--backend", "cpu", "--expectations", "core.yaml", "--certify", str(tmp_path / "c"), "."),
+        d,
+    )
+    assert (
+        core.rc == 4
+        and "core.yaml:10: skip '*context_ok' matches 1 test(s) of the mandatory core" in core.out
+    ), core.repro()

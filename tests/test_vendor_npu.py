@@ -1,0 +1,112 @@
+"""A vendor, end to end: a simulated ``npu`` backend certified with an expectations file.
+
+tests/vendor_npu/ holds what a vendor writes: ``npu.yaml`` (a device spec that
+``extends: cuda`` with three declared differences), ``expectations.yaml`` (an
+xfail, a waiver, a not-supported entry and an entry for another device), and
+``npu_backend.py``, loaded with ``-p``: PrivateUse1 renamed ``npu`` and one
+autocast kernel per spec op registered with ``torch.library`` at
+``AutocastPrivateUse1``. The suite runs in ``--policy-only`` mode (FakeTensors of
+device ``npu`` carry the AutocastPrivateUse1 key, so the kernels really run).
+
+Two certifications run side by side: the vendor as shipped (conformant) and the
+same vendor with an undeclared difference (aten::exp registered as
+lower_precision_fp while its spec says fp32) and a kernel that aborts the process
+once (aten::mm). The second must be recorded as crash + fail, finish every other
+test, and verify as NOT conformant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from certify_helpers import (
+    VENDOR_DIR,
+    Run,
+    certification,
+    finish,
+    pytest_cmd,
+    results,
+    start,
+    verify,
+    with_status,
+)
+
+pytestmark = pytest.mark.slow
+
+DEVIATION = "aten::exp=lower_precision_fp"
+ABORTING_OP = "aten::mm"
+
+
+def certify_cmd(out: Path) -> list[str]:
+    return pytest_cmd(
+        "-p",
+        "npu_backend",
+        "--pyargs",
+        "conformance",
+        "--backend",
+        "npu",
+        "--policy-only",
+        "--spec",
+        str(VENDOR_DIR / "npu.yaml"),
+        "--expectations",
+        str(VENDOR_DIR / "expectations.yaml"),
+        "--certify",
+        str(out),
+    )
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Run, Run]]:
+    root = tmp_path_factory.mktemp("npu")
+    env = {"PYTHONPATH": str(VENDOR_DIR)}
+    planted = {
+        **env,
+        "NPU_SIM_DEVIATE": DEVIATION,
+        "NPU_SIM_ABORT": ABORTING_OP,
+        "NPU_SIM_ABORT_MARKER": str(root / "aborted-once"),
+    }
+    runs = {
+        "shipped": (root / "shipped", env),
+        "deviating": (root / "deviating", planted),
+    }
+    procs = {name: start(certify_cmd(out), root, e) for name, (out, e) in runs.items()}
+    done = {}
+    for name, proc in procs.items():
+        out, e = runs[name]
+        cert = finish(proc, root)
+        done[name] = (out, cert, verify(out, root, e))
+    return done
+
+
+def test_shipped_vendor_is_conformant(bundles: dict[str, tuple[Path, Run, Run]]) -> None:
+    out, cert, ver = bundles["shipped"]
+    assert cert.rc == 0, cert.repro()
+    assert ver.rc == 0 and "verdict: conformant" in ver.out, ver.repro()
+    meta = certification(out)
+    assert meta["options"]["backend"] == "npu" and meta["options"]["policy_only"], meta["options"]
+    assert meta["stale_expectations"] == [], meta["stale_expectations"]
+
+
+def test_declared_exceptions_get_their_status(bundles: dict[str, tuple[Path, Run, Run]]) -> None:
+    out, cert, _ = bundles["shipped"]
+    res = results(out)
+    waived, xfail, unsupported = (with_status(res, s) for s in ("waived", "xfail", "not-supported"))
+    assert waived and all("aten::cosh" in t for t in waived), (waived, cert.repro())
+    assert xfail and all("aten::atan2" in t for t in xfail), (xfail, cert.repro())
+    assert unsupported and all("aten::grid_sampler" in t for t in unsupported), (unsupported, cert.repro())
+    assert not any(r["status"] == "skip" and "[xpu-" in t for t, r in res.items())
+
+
+def test_undeclared_difference_and_crash_fail_the_verdict(bundles: dict[str, tuple[Path, Run, Run]]) -> None:
+    out, cert, ver = bundles["deviating"]
+    res = results(out)
+    crashed = with_status(res, "crash")
+    assert len(crashed) == 1 and "aten::mm" in crashed[0], (crashed, cert.repro())
+    failed = with_status(res, "fail")
+    assert failed and all("aten::exp" in t for t in failed), (failed[:10], cert.repro())
+    mm_passed = [t for t in with_status(res, "pass") if "aten::mm" in t]
+    assert mm_passed, "after the crash, the other aten::mm tests must still run and pass"
+    assert len(res) == len(results(bundles["shipped"][0])), "every test has a result despite the crash"
+    assert certification(out)["workers"] == 2, cert.repro()
+    assert ver.rc == 1 and "verdict: NOT conformant" in ver.out and "1 crash" in ver.out, ver.repro()
