@@ -159,6 +159,33 @@ def _make_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchK
     return kernel
 
 
+Kernel = Callable[..., Any]
+_PLANS: dict[tuple[int, str], tuple[Spec, tuple[tuple[str, str, Kernel], ...]]] = {}
+
+
+def _install_plan(spec: Spec, dspec: DeviceSpec) -> tuple[tuple[str, str, Kernel], ...]:
+    """(namespace, "name.overload", kernel) for every op: reference kernels for the
+    spec's ops, fallthrough for ops torch registers at the key that the spec omits.
+    Built once per spec and device (registration happens at every outermost entry)."""
+    key = (id(spec), dspec.device)
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    dispatch_key = getattr(torch._C.DispatchKey, dspec.dispatch_key)
+    plan: list[tuple[str, str, Kernel]] = []
+    native = autocast_registrations(dspec.dispatch_key)
+    for op in sorted(dspec.ops):
+        if op_exists(op):
+            ns, name, overload = split_op_name(op)
+            kernel = _make_kernel(op, dspec, spec, dispatch_key)
+            plan.append((ns, f"{name}.{overload}" if overload else name, kernel))
+    for op in sorted(native - set(dspec.ops)):
+        ns, name, overload = split_op_name(op)
+        plan.append((ns, f"{name}.{overload}" if overload else name, torch.library.fallthrough_kernel))
+    _PLANS[key] = (spec, tuple(plan))
+    return tuple(plan)
+
+
 class _Registration:
     """The kernels of one device spec at its Autocast key, shared by all open regions.
 
@@ -172,7 +199,6 @@ class _Registration:
     def __init__(self, spec: Spec, dspec: DeviceSpec) -> None:
         self.spec = spec
         self.dspec = dspec
-        self.key = getattr(torch._C.DispatchKey, dspec.dispatch_key)
         self.libs: dict[str, torch.library.Library] = {}
 
     def _lib(self, ns: str) -> torch.library.Library:
@@ -181,24 +207,10 @@ class _Registration:
         return self.libs[ns]
 
     def _install(self) -> None:
-        native = autocast_registrations(self.dspec.dispatch_key)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-            for op in sorted(self.dspec.ops):
-                if not op_exists(op):
-                    continue
-                ns, name, overload = split_op_name(op)
-                kernel = _make_kernel(op, self.dspec, self.spec, self.key)
-                self._lib(ns).impl(
-                    f"{name}.{overload}" if overload else name, kernel, self.dspec.dispatch_key
-                )
-            for op in sorted(native - set(self.dspec.ops)):
-                ns, name, overload = split_op_name(op)
-                self._lib(ns).impl(
-                    f"{name}.{overload}" if overload else name,
-                    torch.library.fallthrough_kernel,
-                    self.dspec.dispatch_key,
-                )
+            for ns, name, kernel in _install_plan(self.spec, self.dspec):
+                self._lib(ns).impl(name, kernel, self.dspec.dispatch_key)
 
     def _uninstall(self) -> None:
         for lib in self.libs.values():
