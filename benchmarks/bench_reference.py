@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  reference median {statistics.median(ref) * ms:8.3f} ms")
     print(
         f"  empty region enter+exit: native {empty[native] * ms:.3f} ms, "
-        f"reference {empty[reference] * ms:.3f} ms (the reference registers its kernels at every outermost entry)"
+        f"reference {empty[reference] * ms:.3f} ms (kernels registered at each outermost entry)"
     )
     print(f"  overhead ratio (median of paired ratios): {statistics.median(ratios):.3f}x  (target <= 1.3x)")
     return 0
