@@ -661,6 +661,7 @@ class Coordinator:
         return {
             "bundle_format": B.BUNDLE_FORMAT,
             "suite_version": suite_version(),
+            "suite_path": str(suite_root()),
             "spec_hash": spec.content_hash,
             "torch_version": spec.torch_version,
             "mandatory_core": list(core),

@@ -134,10 +134,11 @@ def make_kernel(
                     args, kwargs = _with_dtype(schema, args, kwargs)
                 return overload(*args, **kwargs)
             if policy is Policy.FP32_APPEND_DTYPE:
-                if args and eligible(args[0]):
-                    assert append_target is not None, f"{op}: the op catalog names no append_dtype_target"
-                    return op_overload(append_target)(*_positional(schema, args, kwargs), dtype=F32)
-                return overload(*args, **kwargs)
+                # Always the dtype overload: float32 for an eligible first argument, else its own dtype.
+                assert append_target is not None, f"{op}: the op catalog names no append_dtype_target"
+                first = args[0]
+                dtype = F32 if eligible(first) else first.dtype
+                return op_overload(append_target)(*_positional(schema, args, kwargs), dtype=dtype)
         raise AssertionError(f"unknown policy {policy}")
 
     return kernel
