@@ -276,7 +276,8 @@ def _watch(
         lost = Lost(
             current,
             "crash",
-            f"{describe_exit(proc.returncode)} while this test ran\n--- last output:\n{log_tail(log_file, 1500)}",
+            f"{describe_exit(proc.returncode)} while this test ran\n"
+            f"--- last output:\n{log_tail(log_file, 1500)}",
             duration,
             list(current_reports),
         )

@@ -229,9 +229,12 @@ def certify_refusals(config: pytest.Config) -> list[str]:
     return out
 
 
-def _fix_randomness() -> None:
+def _fix_randomness(config: pytest.Config) -> None:
     """Derandomized Hypothesis, no example database, fixed seeds everywhere."""
     os.environ.setdefault("PYTHONHASHSEED", str(SEED))
+    from conformance.hypothesis_profiles import force_derandomize
+
+    force_derandomize(config)  # the suite's Hypothesis tests read their settings from the config
     try:
         from hypothesis import settings
 
@@ -249,7 +252,7 @@ def pytest_configure(config: pytest.Config) -> None:
     worker_events = _option(config, "certify_worker")
     exp = _load_expectations_or_fail(config)
     if worker_events:
-        _fix_randomness()
+        _fix_randomness(config)
         config.pluginmanager.register(Outcomes(config, exp, Path(worker_events)), "autocast-certify-worker")
         return
     certify = _option(config, "certify")
@@ -268,7 +271,7 @@ def pytest_configure(config: pytest.Config) -> None:
             B.prepare_dir(Path(certify), bool(_option(config, "certify_overwrite")))
         except B.BundleError as e:
             raise pytest.UsageError(str(e)) from None
-        _fix_randomness()
+        _fix_randomness(config)
         config.pluginmanager.register(Coordinator(config, exp, Path(certify), timeout), "autocast-certify")
         return
     if exp is not EMPTY:
