@@ -46,9 +46,6 @@ from .torch_registry import op_overload
 
 Path = tuple[str | int, ...]
 
-PROMOTE_ERROR = "Unexpected floating ScalarType in at::autocast::prioritize"
-
-
 @dataclass(frozen=True)
 class AutocastState:
     """The autocast state one op call sees: device type, lower dtype, on/off."""
@@ -271,9 +268,13 @@ def _untouched(op: str, policy: Policy | None, reason: str) -> CastPlan:
 
 
 def promote_type(
-    state: AutocastState, tensors: Sequence[torch.Tensor], eligible: Eligible
+    state: AutocastState, tensors: Sequence[torch.Tensor], eligible: Eligible, rules: Rules
 ) -> torch.dtype | str:
-    """``promote_type``: the widest eligible dtype, or the error message."""
+    """``promote_type``: the widest eligible dtype, or the error message.
+
+    A floating input that is neither float32 nor the autocast dtype is 'foreign':
+    ``rules.promote`` says whether that raises (PyTorch's ``prioritize``) or promotes.
+    """
     current = state.dtype
     for t in tensors:
         if not eligible(t):
@@ -283,8 +284,10 @@ def promote_type(
             current = torch.float32
         elif current == state.dtype and nxt == state.dtype:
             current = state.dtype
+        elif rules.promote.foreign_float_action == "promote":
+            current = torch.promote_types(current, nxt)
         else:
-            return PROMOTE_ERROR
+            return rules.promote.foreign_float_message
     return current
 
 
@@ -339,7 +342,7 @@ def decide(
 
     if policy is Policy.PROMOTE:
         tensors = _tensor_args(sig, args, kwargs)
-        widest = promote_type(state, [t for _, t in tensors], eligible)
+        widest = promote_type(state, [t for _, t in tensors], eligible, rules)
         if isinstance(widest, str):
             return CastPlan(op, policy, (), None, None, widest, "promote: mixed lower-precision dtypes")
         casts = _casts(tensors, widest, policy, state, rules, eligible)
