@@ -626,7 +626,9 @@ def load_spec(
         for m, xs in dv.items():
             divs.setdefault(m, []).extend(xs)
 
-    if check_registry:
+    # op names are checked against the installed registry only when describing the installed
+    # release: older releases had operators the installed torch no longer has
+    if check_registry and parse_release(version)[:2] == parse_release(installed_torch_version())[:2]:
         probs.extend(checks.registry_problems(devices.values(), ops.values(), raw_files=docs))
     probs.extend(checks.limitation_problems(limitations))
     if probs or rules is None:
