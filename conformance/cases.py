@@ -137,7 +137,9 @@ def entry_agreement(target: Target) -> list[Case]:
                 continue
             for fn, method in entry_point_pairs(info):
                 mix = DISCRIMINATING_MIX[pol]
-                out.append(Case("op_policy", target.device, dtype, pol.value, op, fn, variant=method, mix=mix))
+                out.append(
+                    Case("op_policy", target.device, dtype, pol.value, op, fn, variant=method, mix=mix)
+                )
     return out
 
 
@@ -149,7 +151,9 @@ def numerics(target: Target) -> list[Case]:
             if info is None or pol is Policy.BANNED:
                 continue
             for i in range(len(info.samples)):
-                out.append(Case("numerics", target.device, dtype, pol.value, op, op, i, mix=DISCRIMINATING_MIX[pol]))
+                out.append(
+                    Case("numerics", target.device, dtype, pol.value, op, op, i, mix=DISCRIMINATING_MIX[pol])
+                )
     return out
 
 
@@ -163,15 +167,33 @@ def eligibility(target: Target) -> list[Case]:
             mix = DISCRIMINATING_MIX[pol]
             if pol is not Policy.BANNED:
                 for kind, dt in ELIGIBILITY_DTYPE_KINDS.items():
-                    out.append(Case("eligibility", target.device, dtype, pol.value, op, op, variant=kind, mix=(dt,)))
-            out.append(Case("eligibility", target.device, dtype, pol.value, op, op, variant="other_device", mix=mix))
+                    out.append(
+                        Case("eligibility", target.device, dtype, pol.value, op, op, variant=kind, mix=(dt,))
+                    )
+            out.append(
+                Case("eligibility", target.device, dtype, pol.value, op, op, variant="other_device", mix=mix)
+            )
             ip = inplace_variant(op)
-            if ip is not None:
-                out.append(Case("eligibility", target.device, dtype, pol.value, op, ip, variant="inplace", mix=mix))
+            if ip is not None and same_arguments(op, ip):
+                out.append(
+                    Case("eligibility", target.device, dtype, pol.value, op, ip, variant="inplace", mix=mix)
+                )
             ov = out_variant(op)
             if ov is not None:
-                out.append(Case("eligibility", target.device, dtype, pol.value, op, ov, variant="out", mix=mix))
+                out.append(
+                    Case("eligibility", target.device, dtype, pol.value, op, ov, variant="out", mix=mix)
+                )
     return out
+
+
+def same_arguments(op: str, variant: str) -> bool:
+    """``variant`` takes the same argument types as ``op`` (``pow_.Scalar`` is not ``pow.Scalar``'s)."""
+    from reference_impl.torch_registry import op_schema
+
+    def types(name: str) -> list[str]:
+        return [str(a.type) for a in op_schema(name).arguments]
+
+    return types(op) == types(variant)
 
 
 def registration(target: Target) -> list[Case]:
@@ -231,11 +253,15 @@ def unlisted(target: Target) -> list[Case]:
     for dtype in target.dtypes:
         for op in catalog:
             for d in ("float32", "lower"):
-                out.append(Case(UNLISTED, target.device, dtype, UNLISTED, op, op, variant=f"{d}_in", mix=(d,)))
+                out.append(
+                    Case(UNLISTED, target.device, dtype, UNLISTED, op, op, variant=f"{d}_in", mix=(d,))
+                )
         for op in sampled:
             for d in ("float32", "lower"):
                 out.append(
-                    Case(UNLISTED, target.device, dtype, UNLISTED, op, op, variant=f"registry-{d}_in", mix=(d,))
+                    Case(
+                        UNLISTED, target.device, dtype, UNLISTED, op, op, variant=f"registry-{d}_in", mix=(d,)
+                    )
                 )
     return out
 
@@ -279,8 +305,16 @@ def opt_dtype(target: Target) -> list[Case]:
             if _info(target, op) is None or not _has_optional_dtype(op):
                 continue
             out.append(
-                Case("opt_dtype", target.device, dtype, "fp32_set_opt_dtype", op, op, variant="explicit_dtype",
-                     mix=("lower",))
+                Case(
+                    "opt_dtype",
+                    target.device,
+                    dtype,
+                    "fp32_set_opt_dtype",
+                    op,
+                    op,
+                    variant="explicit_dtype",
+                    mix=("lower",),
+                )
             )
     return out
 

@@ -14,7 +14,7 @@ from reference_impl.probe.observe import synthesize_call
 from reference_impl.samples import Materialized, dtype_of, entry_point_sample
 from reference_impl.spec.model import EntryPoint, Sample, Tolerance
 
-from .cases import Case, other_device
+from .cases import ELIGIBILITY_DTYPE_KINDS, Case, other_device
 from .runner import (
     Outcome,
     call_entry,
@@ -77,13 +77,84 @@ def policy_call(target: Target, case: Case, entry: str, mix: tuple[str, ...] | N
     with target.tensors():
         m = make_inputs(sample, dtypes, target.device, seed=case.seed)
         native = run_native(target, lower, lambda: call_entry(case.op, entry, m))
-        if entry == case.op or sample is target.spec.ops[case.op].samples[case.sample]:
-            op_inputs = m
-        else:
-            op_inputs = m  # an entry point's own sample: the reference still gets these inputs
+        op_inputs = m  # an entry point's own sample: the reference still gets these inputs
         expected = _reference(target, lower, case.op, entry, op_inputs)
         plan = _plan_text(target, lower, case.op, op_inputs)
+        if target.policy_only and native.error is not None:
+            return _policy_by_interception(target, case, lower, m, native, plan, entry)
+        if expected.error is not None and target.policy_only:
+            expected = _from_plan(target, lower, case.op, op_inputs, expected)
     return PolicyResult(m, native, expected, plan)
+
+
+def _from_plan(target: Target, lower: torch.dtype, op: str, m: Materialized, failed: Outcome) -> Outcome:
+    """Policy-only: where a kernel cannot run on FakeTensors, the dtype the policy engine names.
+
+    Only the first output's dtype is known then (``Outcome.first_only``).
+    """
+    from reference_impl.policy import expected_output_dtype
+
+    from .runner import state_for
+
+    try:
+        plan = plan_for(target, lower, op, m)
+    except Exception:
+        return failed
+    if plan.raises is not None:
+        return Outcome(error=RuntimeError(plan.raises))
+    dtype = expected_output_dtype(plan, state_for(target, lower))
+    if dtype is None:
+        return failed
+    return Outcome(value=torch.empty(0, dtype=dtype, device="meta"), first_only=True)
+
+
+def expected_arrival(target: Target, lower: torch.dtype, op: str, m: Materialized) -> tuple[str, list[str]]:
+    """The overload the plan calls and the tensor dtypes it should receive below Autocast."""
+    from reference_impl.samples import dtype_name
+
+    plan = plan_for(target, lower, op, m)
+    to = {c.path: dtype_name(c.to_dtype) for c in plan.casts}
+    out: list[str] = []
+
+    def walk(path: tuple[Any, ...], v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            out.append(to.get(path, dtype_name(v.dtype)))
+        elif isinstance(v, (list, tuple)):
+            for j, x in enumerate(v):
+                walk((*path, j), x)
+
+    for i, a in enumerate(m.args):
+        walk(("args", i), a)
+    for k, v in m.kwargs.items():
+        walk(("kwargs", k), v)
+    return plan.target_op, out
+
+
+def _policy_by_interception(
+    target: Target, case: Case, lower: torch.dtype, m: Materialized, native: Outcome, plan: str, entry: str
+) -> PolicyResult:
+    """Policy-only, where the kernel cannot run on FakeTensors: compare what arrives below
+    Autocast with the plan (the kernel never runs, so its FakeTensor support does not matter).
+
+    The op's own arguments are recorded with autocast off (an entry point may rearrange
+    them), the plan is decided on them, and the call under autocast must match it.
+    """
+    call = lambda: call_entry(case.op, entry, m)  # noqa: E731
+    off, err = intercepted(target, lower, case.op, call, enabled=False)
+    if not off:
+        return PolicyResult(
+            m, native, Outcome(error=err or RuntimeError(f"{entry} does not reach {case.op}")), plan
+        )
+    first = Materialized(tuple(off[0].args), dict(off[0].kwargs))
+    target_op, want = expected_arrival(target, lower, off[0].op, first)
+    on, _ = intercepted(target, lower, case.op, call)
+    got = _arrived(on, target_op)
+    if got is None:
+        return PolicyResult(m, native, Outcome(value=None), plan)
+    meta = lambda ds: [torch.empty(0, dtype=dtype_of(d), device="meta") for d in ds]  # noqa: E731
+    return PolicyResult(
+        m, Outcome(value=meta(got)), Outcome(value=meta(want)), plan + " (observed below Autocast)"
+    )
 
 
 def _reference(target: Target, lower: torch.dtype, op: str, entry: str, m: Materialized) -> Outcome:
@@ -206,7 +277,12 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
         "out": "out= variants are not autocast (rules.out_of_place_only)",
     }[case.variant]
     given = tensor_dtypes([*m2.args, *m2.kwargs.values()])
-    return Untouched(m2, given, _arrived(calls, entry), err, entry, why)
+    # fp32_append_dtype redispatches to another overload even for ineligible inputs
+    # (appending their own dtype): follow the call the reference plan names.
+    arrives_as = entry
+    if case.variant in ELIGIBILITY_DTYPE_KINDS:
+        arrives_as = plan_for(target, lower, entry, m2).target_op
+    return Untouched(m2, given, _arrived(calls, arrives_as), err, arrives_as, why)
 
 
 def out_arguments(out_op: str, like: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -243,7 +319,9 @@ def unlisted_call(target: Target, case: Case) -> Untouched:
         if info is not None and info.samples:
             m = make_inputs(info.samples[0], dt, target.device)
         else:
-            args, kwargs = synthesize_call(case.op, lambda i: torch.ones(2, 2, dtype=dt[0], device=target.device))
+            args, kwargs = synthesize_call(
+                case.op, lambda i: torch.ones(2, 2, dtype=dt[0], device=target.device)
+            )
             m = Materialized(args, kwargs)
         from reference_impl.torch_registry import op_overload
 
@@ -294,7 +372,9 @@ def _forward_backward(fn: Any, leaves: list[torch.Tensor]) -> AutogradSide:
             out = first_tensor(fn())
             if out is None or out.grad_fn is None:
                 return AutogradSide([], [], "the output does not require grad")
-            out.grad_fn.register_hook(lambda gi, go: seen.extend(dtype_name(g.dtype) for g in gi if g is not None))
+            out.grad_fn.register_hook(
+                lambda gi, go: seen.extend(dtype_name(g.dtype) for g in gi if g is not None)
+            )
             out.float().abs().sum().backward()
     except Exception as e:
         return AutogradSide([], [], f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +42,8 @@ class Probe:
         key = autograd_key_for(self.target.dispatch_key)
         if below_autograd:
             key = getattr(torch._C.DispatchKey, self.target.dispatch_key.removeprefix("Autocast"))
-        with quiet(), intercept(self.op, key) as calls:
-            try:
-                call_entry(self.op, self.op, self.inputs)
-            except _Intercepted:
-                pass
+        with quiet(), intercept(self.op, key) as calls, contextlib.suppress(_Intercepted):
+            call_entry(self.op, self.op, self.inputs)
         assert calls, f"{self.op} did not reach the kernel below Autocast"
         return [*calls[0].args, *calls[0].kwargs.values()]
 
@@ -53,7 +51,11 @@ class Probe:
 def make_probe(target: Target, requires_grad: bool = False) -> Probe:
     op = probe_op(target, Policy.LOWER_PRECISION_FP)
     if op is None:
-        pytest.fail(f"the {target.device} spec lists no lower_precision_fp op with samples to probe autocast with")
+        pytest.fail(
+            f"the {target.device} spec lists no lower_precision_fp op with samples to probe autocast with"
+        )
     with target.tensors():
-        m = make_inputs(target.spec.ops[op].samples[0], (torch.float32,), target.device, requires_grad=requires_grad)
+        m = make_inputs(
+            target.spec.ops[op].samples[0], (torch.float32,), target.device, requires_grad=requires_grad
+        )
     return Probe(target, op, m)

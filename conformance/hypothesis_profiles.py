@@ -1,25 +1,38 @@
-"""Hypothesis settings for the suite, and the switch certification uses to derandomize it."""
+"""Hypothesis settings for the suite, and the switch certification uses to derandomize it.
+
+Hypothesis is imported only when a Hypothesis test asks for its settings.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pytest
-from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from hypothesis import settings
 
 PROFILE = "autocast-conformance"
 DERANDOMIZED = "autocast-conformance-derandomized"
 DERANDOMIZE_KEY = pytest.StashKey[bool]()
 
-_COMMON = {
-    "max_examples": 25,
-    "deadline": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    "database": None,
-}
+
+def _common() -> dict[str, Any]:
+    from hypothesis import HealthCheck
+
+    return {
+        "max_examples": 25,
+        "deadline": None,
+        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        "database": None,
+    }
 
 
-def register_profiles(config: pytest.Config) -> None:
-    settings.register_profile(PROFILE, **_COMMON)
-    settings.register_profile(DERANDOMIZED, derandomize=True, print_blob=True, **_COMMON)
+def register_profiles() -> None:
+    from hypothesis import settings
+
+    settings.register_profile(PROFILE, **_common())
+    settings.register_profile(DERANDOMIZED, derandomize=True, print_blob=True, **_common())
 
 
 def force_derandomize(config: pytest.Config) -> None:
@@ -29,5 +42,8 @@ def force_derandomize(config: pytest.Config) -> None:
 
 def suite_settings(config: pytest.Config) -> settings:
     """The settings Hypothesis tests in the suite run under."""
+    from hypothesis import settings
+
+    register_profiles()
     derand = config.stash.get(DERANDOMIZE_KEY, False)
     return settings.get_profile(DERANDOMIZED if derand else PROFILE)

@@ -48,16 +48,37 @@ POLICY_MARKERS = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("autocast-conformance", "autocast conformance suite")
-    g.addoption("--backend", default=None, metavar="D",
-                help="device under test: cpu, cuda, xpu, mps, mtia, hpu or a privateuse1 name (default cpu)")
-    g.addoption("--dtype", default=None, metavar="DTYPE",
-                help="lower dtype to test (float16, bfloat16) or 'all' (default: the device's default)")
-    g.addoption("--spec", action="append", default=[], metavar="PATH",
-                help="spec file or directory (repeatable; default: the bundled spec for this torch)")
-    g.addoption("--reference-device", default=None, metavar="D",
-                help="where the reference oracle runs (default: the backend when real, else cpu)")
-    g.addoption("--policy-only", action="store_true", default=False,
-                help="FakeTensors of the backend's device type: policy tests only, no kernels or hardware")
+    g.addoption(
+        "--backend",
+        default=None,
+        metavar="D",
+        help="device under test: cpu, cuda, xpu, mps, mtia, hpu or a privateuse1 name (default cpu)",
+    )
+    g.addoption(
+        "--dtype",
+        default=None,
+        metavar="DTYPE",
+        help="lower dtype to test (float16, bfloat16) or 'all' (default: the device's default)",
+    )
+    g.addoption(
+        "--spec",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="spec file or directory (repeatable; default: the bundled spec for this torch)",
+    )
+    g.addoption(
+        "--reference-device",
+        default=None,
+        metavar="D",
+        help="where the reference oracle runs (default: the backend when real, else cpu)",
+    )
+    g.addoption(
+        "--policy-only",
+        action="store_true",
+        default=False,
+        help="FakeTensors of the backend's device type: policy tests only, no kernels or hardware",
+    )
 
 
 def options_of(config: pytest.Config) -> Options:

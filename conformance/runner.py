@@ -104,6 +104,7 @@ class Outcome:
 
     value: Any = None
     error: BaseException | None = None
+    first_only: bool = False  # only the first output's dtype is known (policy-only fallback)
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -142,12 +143,16 @@ def state_for(target: Target, lower: torch.dtype, device: str | None = None) -> 
 def run_oracle(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Outcome:
     """The reference: the spec's cast plan applied explicitly, kernels called below autocast."""
     with quiet():
-        return capture(lambda: oracle_call(reference_spec(target), state_for(target, lower), op, m.args, m.kwargs))
+        return capture(
+            lambda: oracle_call(reference_spec(target), state_for(target, lower), op, m.args, m.kwargs)
+        )
 
 
 def plan_for(target: Target, lower: torch.dtype, op: str, m: Materialized) -> CastPlan:
     spec = target.spec
-    return decide(target.device_spec, spec.rules, state_for(target, lower), op, m.args, m.kwargs, spec.op_info(op))
+    return decide(
+        target.device_spec, spec.rules, state_for(target, lower), op, m.args, m.kwargs, spec.op_info(op)
+    )
 
 
 def intercepted(

@@ -35,9 +35,7 @@ class AutocastSnapshot:
 
 
 def snapshot(devices: tuple[str, ...]) -> AutocastSnapshot:
-    per = tuple(
-        (d, bool(torch.is_autocast_enabled(d)), str(torch.get_autocast_dtype(d))) for d in devices
-    )
+    per = tuple((d, bool(torch.is_autocast_enabled(d)), str(torch.get_autocast_dtype(d))) for d in devices)
     return AutocastSnapshot(per, bool(torch.is_autocast_cache_enabled()), autocast_nesting())
 
 

@@ -11,7 +11,6 @@ import torch
 from reference_impl.samples import dtype_of
 
 from . import cases as gen
-from .hypothesis_profiles import register_profiles
 from .plugin import target_of
 from .state import restore, snapshot
 from .target import Target
@@ -25,10 +24,6 @@ def _in_suite(item: pytest.Item) -> bool:
         return Path(str(item.path)).resolve().parent == PACKAGE_DIR
     except OSError:  # pragma: no cover
         return False
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    register_profiles(config)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

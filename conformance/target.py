@@ -117,7 +117,9 @@ def _load(paths: tuple[str, ...]) -> Spec:
         return load_spec([Path(p) for p in paths] or None)
     except SpecError as e:
         first = e.problems[0] if e.problems else None
-        more = f" (and {len(e.problems) - 1} more; run 'autocast-spec validate')" if len(e.problems) > 1 else ""
+        more = (
+            f" (and {len(e.problems) - 1} more; run 'autocast-spec validate')" if len(e.problems) > 1 else ""
+        )
         raise TargetError(f"--spec: {first}{more}") from None
     except (OSError, ValueError) as e:  # unreadable files, a broken schema
         where = ", ".join(paths) or "the bundled spec"

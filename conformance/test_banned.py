@@ -15,9 +15,19 @@ def test_banned_raises(target: Target, case: Case) -> None:
     r = policy_call(target, case, case.op)
     message = target.device_spec.ops[case.op].message or ""
     if r.native.error is None:
-        fail(case, "a banned op ran under autocast", r.inputs, expected=f"an error: {message}",
-             observed=", ".join(r.native.dtypes))
+        fail(
+            case,
+            "a banned op ran under autocast",
+            r.inputs,
+            expected=f"an error: {message}",
+            observed=", ".join(r.native.dtypes),
+        )
     first_line = message.strip().splitlines()[0] if message.strip() else ""
     if first_line not in str(r.native.error):
-        fail(case, "a banned op raised another message", r.inputs, expected=message,
-             observed=f"{type(r.native.error).__name__}: {r.native.error}")
+        fail(
+            case,
+            "a banned op raised another message",
+            r.inputs,
+            expected=message,
+            observed=f"{type(r.native.error).__name__}: {r.native.error}",
+        )

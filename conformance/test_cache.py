@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.cache, pytest.mark.usefixtures("native_autocast")]
 def _weight_slots(p: Probe) -> list[int]:
     """Indexes (among the arrived tensors) of float32 leaf inputs that require grad."""
     return [
-        i for i, t in enumerate(p.inputs.tensors())
+        i
+        for i, t in enumerate(p.inputs.tensors())
         if t.dtype == torch.float32 and t.is_leaf and t.requires_grad
     ]
 
@@ -71,8 +72,9 @@ def test_non_grad_tensors_not_cached(target: Target, lower: torch.dtype) -> None
 def test_non_leaf_not_cached(target: Target, lower: torch.dtype) -> None:
     p = make_probe(target, requires_grad=True)
     with target.tensors():
-        p.inputs = type(p.inputs)(tuple(a * 1 if isinstance(a, torch.Tensor) else a for a in p.inputs.args),
-                                  p.inputs.kwargs)
+        p.inputs = type(p.inputs)(
+            tuple(a * 1 if isinstance(a, torch.Tensor) else a for a in p.inputs.args), p.inputs.kwargs
+        )
         with torch.autocast(target.device, dtype=lower):
             same = _same_cast(p)
     want = not target.spec.rules.cache.leaf_only and _expect_cached(target, lower)

@@ -28,7 +28,9 @@ def test_enabled_and_dtype_queries(target: Target, lower: torch.dtype) -> None:
     assert not torch.is_autocast_enabled(d)
     with target.tensors(), torch.autocast(d, dtype=lower):
         assert torch.is_autocast_enabled(d), f"is_autocast_enabled({d!r}) is False inside torch.autocast"
-        assert torch.get_autocast_dtype(d) == lower, f"get_autocast_dtype({d!r}) is {torch.get_autocast_dtype(d)}"
+        assert torch.get_autocast_dtype(d) == lower, (
+            f"get_autocast_dtype({d!r}) is {torch.get_autocast_dtype(d)}"
+        )
     assert not torch.is_autocast_enabled(d), f"is_autocast_enabled({d!r}) stays True after exit"
 
 
@@ -43,7 +45,9 @@ def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> N
                 assert p.output_dtype() == "float32", "enabled=False subregion still casts"
                 with torch.autocast(target.device, dtype=lower):
                     assert p.output_dtype() == lo, "re-enabling inside a disabled region does not cast"
-                assert p.output_dtype() == "float32", "leaving the re-enabled region does not restore 'disabled'"
+                assert p.output_dtype() == "float32", (
+                    "leaving the re-enabled region does not restore 'disabled'"
+                )
             assert p.output_dtype() == lo, "leaving the disabled subregion does not restore autocast"
         assert p.output_dtype() == "float32", "autocast still acts after the outermost exit"
 
@@ -63,9 +67,9 @@ def test_decorator_form(target: Target, lower: torch.dtype) -> None:
 def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
     d = target.device
     before = (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
-    with pytest.raises(ValueError, match="boom"), torch.autocast(d, dtype=lower):  # noqa: PT012
-        with torch.autocast(d, enabled=False):
-            raise ValueError("boom")
+    outer, inner = torch.autocast(d, dtype=lower), torch.autocast(d, enabled=False)
+    with pytest.raises(ValueError, match="boom"), outer, inner:
+        raise ValueError("boom")
     assert (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) == before, "state not restored"
 
 
@@ -91,7 +95,9 @@ def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:
             with torch.autocast(target.device, dtype=bad):
                 on = torch.is_autocast_enabled(target.device)
         msgs = [str(x.message) for x in w]
-        assert any(rule.message.split(".")[0] in m for m in msgs), f"no warning matching {rule.message!r}: {msgs}"
+        assert any(rule.message.split(".")[0] in m for m in msgs), (
+            f"no warning matching {rule.message!r}: {msgs}"
+        )
         assert not on, "autocast stayed enabled with an unsupported dtype"
     elif rule.action == "error":
         with pytest.raises(Exception, match=rule.message), torch.autocast(target.device, dtype=bad):

@@ -40,7 +40,9 @@ def test_cast_inputs_casts_and_disables(target: Target, lower: torch.dtype) -> N
     assert log["fwd"][0] == torch.float32, f"cast_inputs=float32 gave forward input {log['fwd'][0]}"
     assert log["fwd"][1] is False, "autocast stays enabled inside a custom_fwd(cast_inputs=...) forward"
     assert log["bwd"][0] is False, "custom_bwd did not run backward with the forward's (disabled) state"
-    assert x.grad is not None and x.grad.dtype == lower, f"grad dtype {x.grad.dtype if x.grad is not None else None}"
+    assert x.grad is not None and x.grad.dtype == lower, (
+        f"grad dtype {x.grad.dtype if x.grad is not None else None}"
+    )
 
 
 def test_backward_runs_in_forward_state(target: Target, lower: torch.dtype) -> None:

@@ -12,7 +12,13 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from conformance.assertions import assert_close_outputs, assert_same_dtypes
 from conformance.cases import Case, numerics
@@ -39,8 +45,18 @@ def test_random_dtype_mixes(target: Target, lower: torch.dtype, request: pytest.
     )
     def check(index: int, mix: tuple[str, ...], seed: int) -> None:
         base = pool[index]
-        case = Case("hypothesis", base.device, base.dtype, base.policy, base.op, base.op, base.sample, "random",
-                    mix, seed)
+        case = Case(
+            "hypothesis",
+            base.device,
+            base.dtype,
+            base.policy,
+            base.op,
+            base.op,
+            base.sample,
+            "random",
+            mix,
+            seed,
+        )
         if target.policy_only:
             r = policy_call(target, case, case.op)
             assert_same_dtypes(case, r.native, r.expected, r.inputs, case.op, r.plan, both_raise_ok=True)

@@ -22,6 +22,12 @@ def test_torch_and_tensor_agree(target: Target, case: Case) -> None:
     a = policy_call(target, case, fn)
     b = policy_call(target, case, method)
     if a.native.dtypes != b.native.dtypes or (a.native.error is None) != (b.native.error is None):
-        fail(case, f"{fn} and {method} disagree under autocast", a.inputs, fn,
-             torch_fn=a.native.dtypes or a.native.error, tensor_method=b.native.dtypes or b.native.error)
+        fail(
+            case,
+            f"{fn} and {method} disagree under autocast",
+            a.inputs,
+            fn,
+            torch_fn=a.native.dtypes or a.native.error,
+            tensor_method=b.native.dtypes or b.native.error,
+        )
     assert entry_sample(target, case, fn) is entry_sample(target, case, method)

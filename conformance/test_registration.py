@@ -15,9 +15,14 @@ def test_registration(target: Target, case: Case) -> None:
     listed = case.policy != UNLISTED
     if listed and not registered:
         entry = target.device_spec.ops[case.op]
-        pytest.fail(f"{case.op}: the spec lists it as {case.policy} ({entry.loc}) but {target.dispatch_key} "
-                    f"has no kernel for it", pytrace=False)
+        pytest.fail(
+            f"{case.op}: the spec lists it as {case.policy} ({entry.loc}) but {target.dispatch_key} "
+            f"has no kernel for it",
+            pytrace=False,
+        )
     if registered and not listed:
-        pytest.fail(f"{case.op}: {target.dispatch_key} has a kernel for it but the {target.device} spec does "
-                    f"not list it; add it to the device spec under its policy (autocast-spec probe)",
-                    pytrace=False)
+        pytest.fail(
+            f"{case.op}: {target.dispatch_key} has a kernel for it but the {target.device} spec does "
+            f"not list it; add it to the device spec under its policy (autocast-spec probe)",
+            pytrace=False,
+        )

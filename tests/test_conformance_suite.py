@@ -1,0 +1,130 @@
+"""The conformance suite itself, run in subprocesses as a user would run it.
+
+- ``--backend cpu --dtype all`` passes; cuda/xpu/mps/mtia ``--policy-only`` pass here (no GPU);
+- ``-n 2`` (pytest-xdist) gives the same per-test outcomes;
+- bad options stop before collection with one line, no traceback;
+- the suite is not vacuous: a wrong AutocastCPU kernel planted with torch.library
+  (a plugin loaded with ``-p``) makes the op's tests fail.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.cases import probe_op
+from conformance.target import Options, resolve_target
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_suite(
+    *args: str, env_extra: dict[str, str] | None = None, timeout: int = 900
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env_extra or {})}
+    cmd = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def outcomes(xml_path: Path) -> dict[str, str]:
+    out = {}
+    for tc in ET.parse(xml_path).getroot().iter("testcase"):
+        kind = "passed"
+        for child in tc:
+            if child.tag in ("failure", "error", "skipped"):
+                kind = child.tag
+        out[f"{tc.get('classname')}::{tc.get('name')}"] = kind
+    return out
+
+
+def summary(p: subprocess.CompletedProcess[str]) -> str:
+    return "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])
+
+
+def test_cpu_all_dtypes_passes() -> None:
+    p = run_suite("--backend", "cpu", "--dtype", "all", "-n", "2")
+    assert p.returncode == 0, summary(p)
+
+
+@pytest.mark.parametrize("device", ["cuda", "xpu", "mps", "mtia"])
+def test_policy_only_passes_without_the_device(device: str) -> None:
+    p = run_suite("--backend", device, "--policy-only", "--dtype", "all", "-n", "2")
+    assert p.returncode == 0, summary(p)
+    assert " passed" in p.stdout and "skipped" in p.stdout, summary(p)  # numerics are reported as skipped
+
+
+def test_xdist_gives_the_same_outcomes(tmp_path: Path) -> None:
+    sel = ["--backend", "cpu", "-m", "registration or eligibility or promote or context"]
+    a = run_suite(*sel, f"--junitxml={tmp_path / 'serial.xml'}")
+    b = run_suite(*sel, "-n", "2", f"--junitxml={tmp_path / 'xdist.xml'}")
+    serial, parallel = outcomes(tmp_path / "serial.xml"), outcomes(tmp_path / "xdist.xml")
+    assert serial and serial == parallel, (summary(a), summary(b))
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--backend", "nosuchdevice"], "--backend nosuchdevice"),
+        (["--backend", "cpu", "--dtype", "float64"], "--dtype float64"),
+        (["--backend", "cuda"], "--policy-only"),
+        (["--backend", "cpu", "--spec", "/no/such/spec"], "--spec /no/such/spec"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(args: list[str], needle: str) -> None:
+    p = run_suite(*args, "--co")
+    err = p.stderr.strip()
+    assert p.returncode == 4, (p.returncode, err)
+    assert needle in err and "Traceback" not in err, err
+    assert len([ln for ln in err.splitlines() if ln.startswith("ERROR")]) == 1, err
+
+
+PLANTED = '''
+"""Plant a wrong AutocastCPU kernel for {op}: it ignores the policy and runs in the input dtype."""
+import torch
+
+_OP = torch.ops.{ns}.{name}.{overload}
+_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
+_LIB = torch.library.Library("{ns}", "IMPL")
+
+
+def _no_cast(*args, **kwargs):
+    with torch._C._ExcludeDispatchKeyGuard(_KEYS):
+        return _OP(*args, **kwargs)
+
+
+_LIB.impl("{qualified}", _no_cast, "AutocastCPU")
+'''
+
+
+def test_suite_is_not_vacuous(tmp_path: Path) -> None:
+    target = resolve_target(Options("cpu", None, (), None, False))
+    op = probe_op(target)
+    assert op is not None
+    ns, rest = op.split("::")
+    name, _, overload = rest.partition(".")
+    (tmp_path / "wrong_autocast_kernel.py").write_text(
+        textwrap.dedent(
+            PLANTED.format(op=op, ns=ns, name=name, overload=overload or "default", qualified=rest)
+        )
+    )
+    sel = ["--backend", "cpu", "-k", f"{op}] or {op}-", "-m", "op_policy or numerics or autograd"]
+    clean = run_suite(*sel, f"--junitxml={tmp_path / 'clean.xml'}")
+    broken = run_suite(
+        *sel,
+        "-p",
+        "wrong_autocast_kernel",
+        f"--junitxml={tmp_path / 'broken.xml'}",
+        env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    before, after = outcomes(tmp_path / "clean.xml"), outcomes(tmp_path / "broken.xml")
+    assert "passed" in before.values(), summary(clean)
+    assert all(v in ("passed", "skipped") for v in before.values()), summary(clean)
+    failed = sorted(k for k, v in after.items() if v == "failure")
+    assert any("test_op_policy" in k for k in failed), summary(broken)
+    assert any("test_numerics" in k for k in failed), summary(broken)
