@@ -98,9 +98,10 @@ _SCRIPT = """
 
 def to_html(m: Matrix) -> str:
     e = html.escape
-    legend = "".join(
-        f'<span style="background:{POLICY_COLOURS[p]}">{e(p.value)}</span>' for p in POLICY_ORDER
-    ) + '<span class="none-key" style="background:#fafafa">— not autocast</span>'
+    legend = (
+        "".join(f'<span style="background:{POLICY_COLOURS[p]}">{e(p.value)}</span>' for p in POLICY_ORDER)
+        + '<span class="none-key" style="background:#fafafa">— not autocast</span>'
+    )
     head = "".join(f"<th>{e(d)}</th>" for d in m.devices)
     totals = "".join(
         "<th>" + e(", ".join(f"{n} {p.value}" for p, n in m.counts(d).items() if n)) + "</th>"
@@ -119,7 +120,7 @@ def to_html(m: Matrix) -> str:
         body.append(f'<tr{cls} data-text="{e(text)}"><td class="op">{e(op)}</td>{"".join(tds)}</tr>')
     title = f"Autocast policy by op and device (torch {e(m.torch_version)})"
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{title}</title><style>{_CSS}</style></head><body>"
         f"<h1>{title}</h1>"
         '<div class="bar"><input id="filter" type="search" placeholder="filter: op name or policy, '

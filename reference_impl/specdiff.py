@@ -137,13 +137,9 @@ def _diff_device(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> No
         acc.defaults.append(Change("default_dtype", a.default_dtype, b.default_dtype, tag))
     ua, ub = a.unsupported_dtype, b.unsupported_dtype
     if (ua and ua.action) != (ub and ub.action):
-        acc.defaults.append(
-            Change("unsupported_dtype.action", ua and ua.action, ub and ub.action, tag)
-        )
+        acc.defaults.append(Change("unsupported_dtype.action", ua and ua.action, ub and ub.action, tag))
     if (ua and ua.message) != (ub and ub.message):
-        acc.defaults.append(
-            Change("unsupported_dtype.message", ua and ua.message, ub and ub.message, tag)
-        )
+        acc.defaults.append(Change("unsupported_dtype.message", ua and ua.message, ub and ub.message, tag))
     for dt in b.supported_dtypes:
         if dt not in a.supported_dtypes:
             acc.sup_added.append(Change(dt, None, dt, tag))
@@ -196,9 +192,7 @@ def _limitations(spec: Spec, device: str | None) -> dict[str, str]:
 
 
 def _diff_maps(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Change]:
-    return [
-        Change(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)
-    ]
+    return [Change(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _pairs(a: Side, b: Side) -> tuple[list[tuple[DeviceSpec, DeviceSpec]], list[str], list[str]]:
@@ -355,9 +349,11 @@ def to_markdown(d: SpecDiff) -> str:
     def rows(changes: tuple[Change, ...]) -> list[str]:
         return [f"| {_dev(c.device)}{c.key} | {_code(c.before)} | {_code(c.after)} |" for c in changes]
 
-    dtype_rows = rows(d.defaults) + [
-        f"| {_dev(c.device)}supported_dtypes | — | {_code(c.key)} |" for c in d.supported_added
-    ] + [f"| {_dev(c.device)}supported_dtypes | {_code(c.key)} | — |" for c in d.supported_removed]
+    dtype_rows = (
+        rows(d.defaults)
+        + [f"| {_dev(c.device)}supported_dtypes | — | {_code(c.key)} |" for c in d.supported_added]
+        + [f"| {_dev(c.device)}supported_dtypes | {_code(c.key)} | — |" for c in d.supported_removed]
+    )
     table("Dtypes", "field", dtype_rows)
     table("Banned-op messages", "op", rows(d.banned_messages))
     table(

@@ -20,8 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--devices",
         nargs="+",
         metavar="DEVICE",
-        help="devices to show, in this order (default: every device in the spec); "
-        "commas also separate names",
+        help="devices to show, in this order (default: every device in the spec); commas also separate names",
     )
     p.add_argument("--format", choices=["markdown", "html"], default="markdown")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")

@@ -65,9 +65,7 @@ class _TerminalProgress:
 
     def done(self, probed: ProbedDevice, seconds: float) -> None:
         if self.enabled:
-            sys.stderr.write(
-                f"\r\033[Kprobed {self.device}: {len(probed.spec.ops)} ops in {seconds:.1f} s\n"
-            )
+            sys.stderr.write(f"\r\033[Kprobed {self.device}: {len(probed.spec.ops)} ops in {seconds:.1f} s\n")
         for note in probed.borrowed:
             sys.stderr.write(f"note: not observed here: {note}\n")
         for op in probed.unresolved:
@@ -84,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
     progress.done(probed, time.perf_counter() - start)
     if args.policy_only:
         table = probed.spec.policy_table()
-        text = json.dumps(table, indent=2) if args.format == "json" else "".join(
-            f"{op}: {pol}\n" for op, pol in table.items()
+        text = (
+            json.dumps(table, indent=2)
+            if args.format == "json"
+            else "".join(f"{op}: {pol}\n" for op, pol in table.items())
         )
     elif args.format == "json":
         text = json.dumps(probed_data(probed), indent=2)

@@ -1,0 +1,125 @@
+"""`autocast-spec diff`: devices, files, versions; JSON shape; exit codes; bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reference_impl.cli import diff as diff_cmd
+from reference_impl.cli.main import main
+from reference_impl.spec.loader import bundled_spec_dir
+from reference_impl.spec.model import Spec
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(["diff", *argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cuda_xpu_differ_by_exactly_the_cudnn_ops(capsys: pytest.CaptureFixture[str], spec: Spec) -> None:
+    data = run_json(capsys, "cuda", "xpu")
+    cuda, xpu = spec.devices["cuda"], spec.devices["xpu"]
+    expected = [
+        {"op": op, "policy": cuda.ops[op].policy.value} for op in sorted(set(cuda.ops) - set(xpu.ops))
+    ]
+    assert len(expected) == 2 and all("cudnn" in e["op"] for e in expected)
+    assert data["ops"] == {"added": [], "removed": expected, "changed": []}
+
+
+def test_cpu_cuda_lists_the_cross_device_differences(capsys: pytest.CaptureFixture[str], spec: Spec) -> None:
+    data = run_json(capsys, "cpu", "cuda")
+    cpu, cuda = spec.devices["cpu"], spec.devices["cuda"]
+    moved = {m["op"]: (m["from"], m["to"]) for m in data["ops"]["changed"]}
+    want_moved = {
+        op: (cpu.ops[op].policy.value, cuda.ops[op].policy.value)
+        for op in set(cpu.ops) & set(cuda.ops)
+        if cpu.ops[op].policy is not cuda.ops[op].policy
+    }
+    assert want_moved and moved == want_moved
+    assert {e["op"] for e in data["ops"]["added"]} == set(cuda.ops) - set(cpu.ops)
+    assert {e["op"] for e in data["ops"]["removed"]} == set(cpu.ops) - set(cuda.ops)
+    # representative: a cuda-only op carries cuda's policy, and the default dtypes differ
+    some = sorted(set(cuda.ops) - set(cpu.ops))[0]
+    assert {"op": some, "policy": cuda.ops[some].policy.value} in data["ops"]["added"]
+    assert {"field": "default_dtype", "from": cpu.default_dtype, "to": cuda.default_dtype} in data["defaults"]
+
+
+def test_identical_sides_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", "cuda", "cuda", "--exit-code"]) == 0
+    assert "No differences." in capsys.readouterr().out
+    assert main(["diff", "cuda", "xpu", "--exit-code"]) == 1
+    assert main(["diff", "cuda", "xpu"]) == 0  # without --exit-code, differences are not failure
+
+
+def test_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "cuda", "mps")
+    assert set(data["ops"]) == {"added", "removed", "changed"}
+    for e in data["ops"]["added"] + data["ops"]["removed"]:
+        assert set(e) == {"op", "policy"}
+    for e in data["ops"]["changed"]:
+        assert set(e) == {"op", "from", "to"}
+    assert {"defaults", "supported_dtypes", "rules", "tolerances", "jit_limitations"} <= set(data)
+
+
+def test_device_file_and_directory_sides(capsys: pytest.CaptureFixture[str]) -> None:
+    spec_dir = bundled_spec_dir()
+    assert main(["diff", str(spec_dir / "xpu.yaml"), "xpu", "--exit-code"]) == 0
+    assert main(["diff", str(spec_dir), str(spec_dir), "--exit-code"]) == 0
+    capsys.readouterr()
+
+
+def test_versions_in_one_tree(spec: Spec) -> None:
+    """Older releases are read from the same files through since/until entries."""
+    d = diff_cmd.compute(f"{bundled_spec_dir()}@2.12", f"{bundled_spec_dir()}@2.13")
+    removed = {(e.device, e.op) for e in d.removed}
+    # every op dropped between the releases is one the 2.13 spec no longer lists
+    assert removed and all(op not in spec.devices[dev].ops for dev, op in removed)
+
+
+def test_rules_and_tolerances_are_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = bundled_spec_dir()
+    changed = tmp_path / "spec"
+    changed.mkdir()
+    for f in src.rglob("*"):
+        if f.is_file():
+            target = changed / f.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(f.read_bytes())
+    rules = changed / "rules.yaml"
+    text = rules.read_text()
+    assert "leaf_only: true" in text and "float16: {atol: " in text
+    rules.write_text(
+        text.replace("leaf_only: true", "leaf_only: false").replace(
+            "float16: {atol: ", "float16: {atol: 9", 1
+        )
+    )
+    data = run_json(capsys, str(src), str(changed))
+    assert {"field": "cache.leaf_only", "from": True, "to": False} in data["rules"]
+    assert any(t["key"] == "default/float16" for t in data["tolerances"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["nosuchdevice", "cuda"],
+        ["cuda", "missing/dir/spec.yaml"],
+        ["cuda", "probe:"],
+        ["probe:nosuchdevice", "cuda"],
+        ["cuda", "cuda@1.0"],
+    ],
+)
+def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main(["diff", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+
+
+def test_invalid_spec_on_either_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('kind: device\ndevice: cuda\ntorch: ">=2.11"\nops:\n  fastest: [aten::mm]\n')
+    for argv in (["cuda", str(bad)], [str(bad), "cuda"]):
+        assert main(["diff", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "bad.yaml" in err and "\n" not in err, err
