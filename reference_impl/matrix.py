@@ -64,13 +64,15 @@ def to_markdown(m: Matrix) -> str:
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em;margin:0 0 .3em}
-.bar{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ddd;z-index:2}
+.bar{padding:.5em 0;border-bottom:1px solid #ddd}
 #filter{font-size:1em;padding:.35em .5em;width:24em;max-width:90%}
 .legend span{display:inline-block;padding:.1em .5em;margin:.2em .3em .2em 0;border-radius:3px;
  border:1px solid #0002}
 table{border-collapse:collapse;margin-top:.6em}
 th,td{border:1px solid #ccc;padding:.15em .5em;text-align:left;white-space:nowrap}
-thead th{position:sticky;top:3.2em;background:#f4f4f4}
+thead th{position:sticky;top:0;background:#f4f4f4;z-index:1}
+tr.totals th{position:static;white-space:normal;font-weight:normal;font-size:.8em;max-width:12em}
+td{font-size:.92em}
 td.op{font-family:ui-monospace,Menlo,Consolas,monospace}
 td.none{color:#999;background:#fafafa}
 tr.mixed td.op{font-weight:600}
@@ -104,7 +106,7 @@ def to_html(m: Matrix) -> str:
     )
     head = "".join(f"<th>{e(d)}</th>" for d in m.devices)
     totals = "".join(
-        "<th>" + e(", ".join(f"{n} {p.value}" for p, n in m.counts(d).items() if n)) + "</th>"
+        "<th>" + "<br>".join(e(f"{n} {p.value}") for p, n in m.counts(d).items() if n) + "</th>"
         for d in m.devices
     )
     body = []
@@ -127,7 +129,8 @@ def to_html(m: Matrix) -> str:
         'e.g. conv fp32" autofocus> <label><input id="mixed" type="checkbox"> only ops that differ '
         'between devices</label><span id="count"></span>'
         f'<div class="legend">{legend}</div></div>'
-        f"<table><thead><tr><th>op</th>{head}</tr><tr><th>totals</th>{totals}</tr></thead>"
+        f"<table><thead><tr><th>op</th>{head}</tr>"
+        f'<tr class="totals"><th>ops per policy</th>{totals}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
         f"<script>{_SCRIPT}</script></body></html>\n"
     )

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from reference_impl.cli.main import main
 from reference_impl.matrix import POLICY_COLOURS, build_matrix, to_html, to_markdown
 from reference_impl.spec.model import Policy, Spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from render_matrix_screenshot import find_browser, screenshot
 
 
 def test_every_cell_is_the_spec_policy(spec: Spec) -> None:
@@ -47,3 +53,22 @@ def test_unknown_device_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -
     assert main(["matrix", "--devices", "cuda", "nosuchdevice"]) == 2
     err = capsys.readouterr().err.strip()
     assert "nosuchdevice" in err and "\n" not in err
+
+
+def test_html_renders_in_headless_chromium(spec: Spec, tmp_path: Path) -> None:
+    """The page loads in a real browser and its filter script runs (benchmarks/ has the screenshot)."""
+    browser = find_browser()
+    if browser is None:
+        pytest.skip("no chromium/google-chrome on PATH (apt-get install chromium); CI may lack one")
+    m = build_matrix(spec)
+    page = tmp_path / "matrix.html"
+    page.write_text(to_html(m).replace('type="search"', 'type="search" value="conv"'), encoding="utf-8")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu"]
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
+    shown = sum(1 for op, _ in m.rows if "conv" in op)
+    assert f"{shown} of {len(m.rows)} ops" in dom, "the filter script did not run in the browser"
+    png = tmp_path / "matrix.png"
+    screenshot(page, png, browser)
+    assert png.stat().st_size > 10_000
