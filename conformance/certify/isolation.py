@@ -176,6 +176,7 @@ def run_isolated(
     plan.workdir.mkdir(parents=True, exist_ok=True)
     used = 0
     spare = _spawn(plan, 1)
+    w = spare
     try:
         while remaining:
             w = spare
@@ -197,7 +198,9 @@ def run_isolated(
                 for n in remaining:
                     on_lost(Lost(n, "crash", "the worker ended without running this test", 0.0))
                 remaining = []
-    finally:
+    finally:  # also on an interrupt: no worker outlives the coordinator's bundle
+        if w.proc.poll() is None:
+            _kill(w.proc)
         _kill(spare.proc)
         for f in (spare.ids_file, spare.events_file, spare.log_file):
             f.unlink(missing_ok=True)
