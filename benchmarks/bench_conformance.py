@@ -136,7 +136,7 @@ def main() -> int:
     ns = ap.parse_args()
 
     wall, out = pytest_run("--backend", "cpu", "--dtype", "all", "--co")
-    m = re.search(r"(\d+) tests? collected in ([0-9.]+)s", out)
+    m = re.search(r"(\d+)(?:/\d+)? tests? collected.* in ([0-9.]+)s", out)
     collected, coll_s = (int(m.group(1)), float(m.group(2))) if m else (0, float("nan"))
     print(f"tests collected (cpu, --dtype all): {collected}")
     print(

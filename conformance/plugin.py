@@ -36,6 +36,7 @@ CATEGORY_MARKERS = {
     "hypothesis": "property-based tests (random dtype mixes, context state machine)",
     "coverage": "every spec entry yields tests",
     "requires_kernels": "needs the backend's kernels: skipped with --policy-only",
+    "real_tensors": "needs real tensors (C++ cast cache, backward): skipped with --policy-only",
 }
 POLICY_MARKERS = (
     "lower_precision_fp",

@@ -17,6 +17,10 @@ from .target import Target
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 POLICY_ONLY_REASON = "--policy-only: no kernels run on FakeTensors, so numeric results are not checked"
+REAL_TENSORS_REASON = (
+    "--policy-only: the weight-cast cache and custom autograd functions are checked with real tensors only "
+    "(FakeTensors held in the C++ cast cache or run backward crash the process)"
+)
 
 
 def _in_suite(item: pytest.Item) -> bool:
@@ -62,10 +66,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     target = target_of(config)
     skip = pytest.mark.skip(reason=POLICY_ONLY_REASON)
+    skip_real = pytest.mark.skip(reason=REAL_TENSORS_REASON)
     for item in suite_items:
         item.add_marker(pytest.mark.conformance)
         if target.policy_only and item.get_closest_marker("requires_kernels"):
             item.add_marker(skip)
+        elif target.policy_only and item.get_closest_marker("real_tensors"):
+            item.add_marker(skip_real)
 
 
 @pytest.hookimpl(wrapper=True)

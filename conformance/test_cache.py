@@ -17,7 +17,7 @@ import torch
 from conformance.context_probe import Probe, make_probe
 from conformance.target import Target
 
-pytestmark = [pytest.mark.cache, pytest.mark.usefixtures("native_autocast")]
+pytestmark = [pytest.mark.cache, pytest.mark.real_tensors, pytest.mark.usefixtures("native_autocast")]
 
 
 def _weight_slots(p: Probe) -> list[int]:

@@ -9,7 +9,11 @@ import torch
 
 from conformance.target import Target
 
-pytestmark = [pytest.mark.custom_function, pytest.mark.usefixtures("native_autocast")]
+pytestmark = [
+    pytest.mark.custom_function,
+    pytest.mark.real_tensors,
+    pytest.mark.usefixtures("native_autocast"),
+]
 
 
 def _function(device: str, cast_inputs: torch.dtype | None, log: dict[str, Any]) -> Any:
