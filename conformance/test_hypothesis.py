@@ -66,7 +66,9 @@ def test_random_dtype_mixes(target: Target, lower: torch.dtype, request: pytest.
                 assert type(r.native.error) is type(r.expected.error)
                 return
             tol = tolerance(target, case)
-            assert_close_outputs(case, r.native, r.expected, r.inputs, tol, r.plan)
+            assert_close_outputs(
+                case, r.native, r.expected, r.inputs, tol, r.plan, target.spec.ops[case.op].scratch_outputs
+            )
 
     suite_settings(request.config)(check)()
 

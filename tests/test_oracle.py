@@ -92,7 +92,7 @@ def test_oracle_equals_native_bitwise(device: str, op: str, index: int, dtype: s
         )
         return
     tolerance = tolerance_for(SPEC, op, lower) if info.nondeterministic else None
-    problem = output_mismatch(expected, actual, tolerance)
+    problem = output_mismatch(expected, actual, tolerance, info.scratch_outputs)
     assert problem is None, f"{op} {dtype_name(lower)} inputs {inputs}: {problem}{how}"
 
 

@@ -85,7 +85,7 @@ def test_reference_region_equals_native(op: str, index: int, dtype: str) -> None
                 results.append((None, str(e).splitlines()[0]))
     (native, native_err), (ref, ref_err) = results
     assert native_err == ref_err, f"native raised {native_err!r}, reference raised {ref_err!r}"
-    problem = output_mismatch(native, ref, tolerance)
+    problem = output_mismatch(native, ref, tolerance, info.scratch_outputs)
     assert problem is None, (
         f"{op} under reference_impl.autocast('cpu', dtype={dtype}): {problem}\n"
         f"reproduce: pytest tests/test_reference_autocast.py -k '{op}-{index}-{dtype}'"

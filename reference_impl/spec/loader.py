@@ -422,6 +422,7 @@ def _build_ops(doc: YamlDocument) -> dict[str, OpInfo]:
             append_dtype_target=d.get("append_dtype_target"),
             nondeterministic=bool(d.get("nondeterministic", False)),
             fake_kernel=bool(d.get("fake_kernel", True)),
+            scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(
                 KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])
             ),

@@ -183,6 +183,7 @@ class OpInfo:
     nondeterministic: bool = False
     fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
     kernel_gaps: tuple[KernelGap, ...] = ()
+    scratch_outputs: tuple[int, ...] = ()  # workspace outputs: compared by dtype and shape only
     note: str = ""
 
     def kernel_gap(self, device: str, dtype: str) -> KernelGap | None:
