@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.errors import usage_error
+
 from .target import Options, Target, TargetError, resolve_target
 
 pytest_plugins = [
@@ -107,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             config.stash[TARGET_KEY] = resolve_target(opts)
         except TargetError as e:
-            raise pytest.UsageError(str(e)) from None
+            usage_error(str(e))
 
 
 def target_of(config: pytest.Config) -> Target:
@@ -116,5 +118,5 @@ def target_of(config: pytest.Config) -> Target:
         try:
             config.stash[TARGET_KEY] = resolve_target(options_of(config))
         except TargetError as e:
-            raise pytest.UsageError(str(e)) from None
+            usage_error(str(e))
     return config.stash[TARGET_KEY]

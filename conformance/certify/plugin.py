@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from conformance.errors import usage_error
 from reference_impl.spec.model import Policy, Spec
 from reference_impl.spec.problems import SpecError, SpecProblem
 
@@ -206,9 +207,9 @@ def _load_expectations_or_fail(config: pytest.Config) -> Expectations:
     try:
         return load_expectations(Path(path))
     except SpecProblem as p:
-        raise pytest.UsageError(f"--expectations: {p}") from None
+        usage_error(f"--expectations: {p}")
     except SpecError as e:
-        raise pytest.UsageError("--expectations: " + "\n".join(str(p) for p in e.problems)) from None
+        usage_error("--expectations: " + "\n".join(str(p) for p in e.problems))
 
 
 def certify_refusals(config: pytest.Config) -> list[str]:
@@ -259,18 +260,18 @@ def pytest_configure(config: pytest.Config) -> None:
     if certify:
         refused = certify_refusals(config)
         if refused:
-            raise pytest.UsageError(
+            usage_error(
                 "--certify runs the full suite and refuses options that narrow or stop it: "
                 + ", ".join(refused)
                 + "; drop them (use --expectations to declare skips)"
             )
         timeout = float(_option(config, "test_timeout") or DEFAULT_TIMEOUT_S)
         if timeout <= 0:
-            raise pytest.UsageError("--test-timeout must be a positive number of seconds")
+            usage_error("--test-timeout must be a positive number of seconds")
         try:
             B.prepare_dir(Path(certify), bool(_option(config, "certify_overwrite")))
         except B.BundleError as e:
-            raise pytest.UsageError(str(e)) from None
+            usage_error(str(e))
         _fix_randomness(config)
         config.pluginmanager.register(Coordinator(config, exp, Path(certify), timeout), "autocast-certify")
         return
@@ -284,7 +285,7 @@ def _check_mandatory(config: pytest.Config, exp: Expectations, tests: Sequence[B
     core = mandatory_core(config)
     probs = mandatory_violations(exp, {t.id: t.category for t in tests}, core, backend_of(config))
     if probs:
-        raise pytest.UsageError("--expectations: " + "\n".join(str(p) for p in probs))
+        usage_error("--expectations: " + "\n".join(str(p) for p in probs))
 
 
 def _mark_declared(items: Sequence[pytest.Item], exp: Expectations, device: str | None) -> None:
