@@ -249,7 +249,13 @@ def unlisted(target: Target) -> list[Case]:
     listed = frozenset(target.device_spec.ops)
     out = []
     catalog = [op for op in sorted(target.spec.ops) if op not in listed and _info(target, op)]
+    watch = [
+        op
+        for op in target.spec.rules.unlisted_watchlist
+        if op not in listed and op not in target.spec.ops and _synthesizable(op)
+    ]
     sampled = [op for op in registry_sample(target.dispatch_key, listed) if op not in target.spec.ops]
+    sampled = sorted(set(sampled) | set(watch))
     for dtype in target.dtypes:
         for op in catalog:
             for d in ("float32", "lower"):

@@ -55,6 +55,16 @@ def registry_problems(
     return sorted(set(probs), key=SpecProblem.sort_key) if probs else []
 
 
+def rules_registry_problems(doc: YamlDocument) -> list[SpecProblem]:
+    """Op names in the rules file (the unlisted watchlist) that the registry does not know."""
+    names = all_op_names()
+    return [
+        SpecProblem(doc.file, doc.line_of(("unlisted_watchlist", i)), unknown_op_message(op))
+        for i, op in enumerate(doc.data.get("unlisted_watchlist") or [])
+        if op not in names
+    ]
+
+
 def limitation_problems(limitations: Sequence[JitLimitation]) -> list[SpecProblem]:
     seen: dict[str, JitLimitation] = {}
     probs = []

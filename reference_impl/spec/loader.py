@@ -448,6 +448,7 @@ def _build_rules(doc: YamlDocument) -> Rules:
         default_tolerance=_tolerances(d["default_tolerance"]),
         loc=SourceLoc(doc.file, 1),
         mandatory_core=tuple(d.get("mandatory_core", [])),
+        unlisted_watchlist=tuple(d.get("unlisted_watchlist", [])),
         promote=PromoteRule(
             d["promote"]["foreign_float"]["action"], d["promote"]["foreign_float"]["message"]
         ),
@@ -631,6 +632,8 @@ def load_spec(
     # release: older releases had operators the installed torch no longer has
     if check_registry and parse_release(version)[:2] == parse_release(installed_torch_version())[:2]:
         probs.extend(checks.registry_problems(devices.values(), ops.values(), raw_files=docs))
+        if col.rules:
+            probs.extend(checks.rules_registry_problems(col.rules[0]))
     probs.extend(checks.limitation_problems(limitations))
     if probs or rules is None:
         raise SpecError(probs)

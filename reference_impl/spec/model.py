@@ -234,6 +234,7 @@ class Rules:
     loc: SourceLoc
     promote: PromoteRule = PromoteRule("error", "Unexpected floating ScalarType in at::autocast::prioritize")
     mandatory_core: tuple[str, ...] = ()  # test categories a vendor cannot waive
+    unlisted_watchlist: tuple[str, ...] = ()  # ops users expect autocast to change, often wrongly
 
 
 @dataclass(frozen=True)
