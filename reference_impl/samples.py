@@ -95,18 +95,7 @@ class Materialized:
     kwargs: dict[str, Any]
 
     def tensors(self) -> list[torch.Tensor]:
-        out: list[torch.Tensor] = []
-
-        def walk(v: Any) -> None:
-            if isinstance(v, torch.Tensor):
-                out.append(v)
-            elif isinstance(v, (list, tuple)):
-                for x in v:
-                    walk(x)
-
-        walk(self.args)
-        walk(list(self.kwargs.values()))
-        return out
+        return output_tensors((self.args, list(self.kwargs.values())))
 
 
 def _build(arg: Arg, float_dtype: torch.dtype, device: str, gen: torch.Generator) -> Any:
@@ -169,14 +158,9 @@ def first_tensor(value: Any) -> torch.Tensor | None:
 
 
 def output_tensors(value: Any) -> list[torch.Tensor]:
-    out: list[torch.Tensor] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            out.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-
-    walk(value)
-    return out
+    """Every tensor in ``value``, depth first through lists and tuples."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in output_tensors(v)]
+    return []

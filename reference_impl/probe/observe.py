@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from ..samples import output_tensors
 from ..spec.model import Policy
 from ..torch_registry import autocast_registrations, op_overload, split_op_name
 
@@ -45,18 +46,7 @@ class Call:
     kwargs: dict[str, Any]
 
     def tensors(self) -> list[torch.Tensor]:
-        out: list[torch.Tensor] = []
-
-        def walk(v: Any) -> None:
-            if isinstance(v, torch.Tensor):
-                out.append(v)
-            elif isinstance(v, (list, tuple)):
-                for x in v:
-                    walk(x)
-
-        walk(self.args)
-        walk(list(self.kwargs.values()))
-        return out
+        return output_tensors((self.args, list(self.kwargs.values())))
 
     def float_dtypes(self) -> list[torch.dtype]:
         return [t.dtype for t in self.tensors() if t.is_floating_point()]
