@@ -106,7 +106,10 @@ def test_undeclared_difference_and_crash_fail_the_verdict(bundles: dict[str, tup
     crashed = with_status(res, "crash")
     assert len(crashed) == 1 and "aten::mm" in crashed[0], (crashed, cert.repro())
     failed = with_status(res, "fail")
-    assert failed and all("aten::exp" in t for t in failed), (failed[:10], cert.repro())
+    # the op-level failures name the planted op; the Hypothesis test draws random
+    # listed ops (derandomized), so it may catch the same deviation
+    assert any("aten::exp" in t for t in failed), (failed[:10], cert.repro())
+    assert all("aten::exp" in t or "test_hypothesis.py" in t for t in failed), (failed[:10], cert.repro())
     mm_passed = [t for t in with_status(res, "pass") if "aten::mm" in t]
     assert mm_passed, "after the crash, the other aten::mm tests must still run and pass"
     assert len(res) == len(results(bundles["shipped"][0])), "every test has a result despite the crash"
