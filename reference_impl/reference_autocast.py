@@ -20,11 +20,12 @@ it exits.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -36,7 +37,7 @@ from .policy import AutocastState, CastPlan, Path, decide, signature
 from .samples import dtype_name
 from .spec.loader import load_spec
 from .spec.model import DeviceSpec, Policy, Spec
-from .torch_registry import autocast_registrations, op_exists, op_overload, split_op_name
+from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload, split_op_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -171,13 +172,13 @@ def _install_plan(spec: Spec, dspec: DeviceSpec) -> tuple[tuple[str, str, Kernel
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is spec:
         return cached[1]
-    dispatch_key = getattr(torch._C.DispatchKey, dspec.dispatch_key)
+    autocast_key = dispatch_key(dspec.dispatch_key)
     plan: list[tuple[str, str, Kernel]] = []
     native = autocast_registrations(dspec.dispatch_key)
     for op in sorted(dspec.ops):
         if op_exists(op):
             ns, name, overload = split_op_name(op)
-            kernel = _make_kernel(op, dspec, spec, dispatch_key)
+            kernel = _make_kernel(op, dspec, spec, autocast_key)
             plan.append((ns, f"{name}.{overload}" if overload else name, kernel))
     for op in sorted(native - set(dspec.ops)):
         ns, name, overload = split_op_name(op)
@@ -247,6 +248,23 @@ class _Registration:
     @classmethod
     def active(cls, dispatch_key: str) -> bool:
         return dispatch_key in cls._open
+
+
+@contextlib.contextmanager
+def kernels_installed(device_type: str, spec: Spec | None = None) -> Iterator[None]:
+    """Keep the reference kernels registered at ``device_type``'s Autocast key, without
+    entering autocast: native autocast regions (``torch.autocast``, or the thread-local
+    state set directly) then follow the spec too. This is how the conformance suite
+    runs with the reference standing in for a backend's autocast (self-conformance).
+    The weight-cast cache stays the reference region's: only ``autocast`` regions cache.
+    """
+    s = spec if spec is not None else default_spec()
+    dspec = s.device(device_type)
+    _Registration.acquire(s, dspec)
+    try:
+        yield
+    finally:
+        _Registration.release(dspec)
 
 
 def registered(device_type: str, spec: Spec | None = None) -> bool:

@@ -41,6 +41,14 @@ def autocast_registrations(dispatch_key: str) -> frozenset[str]:
         return frozenset()
 
 
+def dispatch_key(name: str) -> torch._C.DispatchKey:
+    """A dispatch key by name, including those the Python enum does not bind (``AutocastMTIA``)."""
+    key = torch._C._parse_dispatch_key(name)
+    if key is None:
+        raise ValueError(f"torch has no dispatch key {name!r}")
+    return key
+
+
 def split_op_name(op: str) -> tuple[str, str, str]:
     """``aten::conv_transpose2d.input`` -> ``("aten", "conv_transpose2d", "input")``."""
     ns, _, rest = op.partition("::")

@@ -60,10 +60,14 @@ def _convert(node: yaml.Node, path: PathKey, lines: dict[PathKey, int]) -> Any:
     return _scalar(node)
 
 
+# PyYAML's safe constructor gives a scalar its value by tag (int, float, bool, null, str).
+_CONSTRUCTOR = yaml.SafeLoader("")
+# libyaml's parser where PyYAML was built with it (about 3x faster), else the Python one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _scalar(node: yaml.Node) -> Any:
-    # Re-use PyYAML's safe resolver for the scalar's tag (int, float, bool, null, str).
-    constructor = yaml.SafeLoader("")
-    return constructor.construct_object(node, deep=True)
+    return _CONSTRUCTOR.construct_object(node, deep=True)
 
 
 def read_yaml(path: Path, display: str | None = None) -> YamlDocument:
@@ -78,7 +82,7 @@ def read_yaml(path: Path, display: str | None = None) -> YamlDocument:
     except UnicodeDecodeError:
         raise SpecProblem(name, 0, "file is not UTF-8 text") from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 0
