@@ -123,8 +123,24 @@ def raised(fn: Callable[[], Any]) -> Observation:
     return Observation("works", detail="no error raised")
 
 
-def ac(enabled: bool = True, cache_enabled: bool | None = None) -> torch.autocast:
-    return torch.autocast(device_type=DEVICE, dtype=LOWER, enabled=enabled, cache_enabled=cache_enabled)
+# The eager autocast of the scenarios' Python-level regions (``ac()``): torch.autocast, or
+# the implementation under test (see eager_autocast). Scripted source always names
+# torch.autocast, the only autocast TorchScript knows.
+_EAGER_AUTOCAST: list[Callable[..., Any]] = [torch.autocast]
+
+
+@contextlib.contextmanager
+def eager_autocast(impl: Callable[..., Any]) -> Iterator[None]:
+    """Run the scenarios' eager regions with ``impl`` (called like ``torch.autocast``)."""
+    _EAGER_AUTOCAST.append(impl)
+    try:
+        yield
+    finally:
+        _EAGER_AUTOCAST.pop()
+
+
+def ac(enabled: bool = True, cache_enabled: bool | None = None) -> Any:
+    return _EAGER_AUTOCAST[-1](device_type=DEVICE, dtype=LOWER, enabled=enabled, cache_enabled=cache_enabled)
 
 
 @contextlib.contextmanager

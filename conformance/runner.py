@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -129,11 +129,7 @@ def run_native(target: Target, lower: torch.dtype, fn: Callable[[], Any]) -> Out
 
 def reference_spec(target: Target) -> Spec:
     """The spec the oracle reads, with the device spec named as the backend."""
-    if target.device in target.spec.devices:
-        return target.spec
-    devices = dict(target.spec.devices)
-    devices[target.device] = target.device_spec
-    return replace(target.spec, devices=devices)
+    return target.reference_spec
 
 
 def state_for(target: Target, lower: torch.dtype, device: str | None = None) -> AutocastState:

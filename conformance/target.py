@@ -8,9 +8,11 @@ or raises :class:`TargetError` with one line that names the option and the fix
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -21,6 +23,7 @@ from reference_impl.spec.model import DeviceSpec, Spec
 from reference_impl.spec.problems import SpecError
 
 POLICY_ONLY_DEVICES_HINT = "--policy-only"
+IMPLEMENTATIONS = ("native", "reference")
 
 
 class TargetError(Exception):
@@ -34,6 +37,7 @@ class Options:
     spec: tuple[str, ...]
     reference_device: str | None
     policy_only: bool
+    implementation: str = "native"
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,36 @@ class Target:
     dtypes: tuple[str, ...]  # the lower dtypes under test
     policy_only: bool  # FakeTensors and no kernels: numerics are skipped
     reference_device: str
+    # "native": the backend's own autocast (torch.autocast and its Autocast kernels);
+    # "reference": reference_impl.autocast stands in for it (self-conformance).
+    implementation: str = "native"
 
     @property
     def dispatch_key(self) -> str:
         return self.device_spec.dispatch_key
+
+    @property
+    def uses_reference(self) -> bool:
+        return self.implementation == "reference"
+
+    @functools.cached_property
+    def reference_spec(self) -> Spec:
+        """The spec the reference reads, with the device spec named as the backend."""
+        if self.device in self.spec.devices:
+            return self.spec
+        devices = dict(self.spec.devices)
+        devices[self.device] = self.device_spec
+        return replace(self.spec, devices=devices)
+
+    @property
+    def autocast_impl(self) -> Callable[..., Any]:
+        """The autocast context manager / decorator under test, called like ``torch.autocast``:
+        ``torch.autocast`` natively, ``reference_impl.autocast`` with ``--implementation reference``."""
+        if self.uses_reference:
+            from reference_impl.reference_autocast import autocast as reference_autocast
+
+            return functools.partial(reference_autocast, spec=self.reference_spec)
+        return torch.autocast
 
     @property
     def fake(self) -> bool:
@@ -62,12 +92,16 @@ class Target:
 
     @contextlib.contextmanager
     def autocast(self, dtype: torch.dtype, enabled: bool = True) -> Iterator[None]:
-        """Native autocast on the backend: ``torch.autocast`` when the device is real.
+        """The backend's autocast around one op call: ``torch.autocast`` when the device is real.
 
         In policy-only mode the thread-local state is set directly, since
-        ``torch.autocast("cuda")`` disables itself where there is no GPU.
+        ``torch.autocast("cuda")`` disables itself where there is no GPU. With
+        ``--implementation reference`` the reference autocast takes its place.
         """
-        if self.policy_only:
+        if self.uses_reference:
+            with self.autocast_impl(self.device, dtype=dtype, enabled=enabled):
+                yield
+        elif self.policy_only:
             with raw_autocast(self.device, dtype, enabled):
                 yield
         else:
@@ -76,8 +110,9 @@ class Target:
 
     def describe(self) -> str:
         mode = "policy-only (FakeTensors)" if self.policy_only else "native kernels"
+        impl = "reference_impl.autocast" if self.uses_reference else "native autocast"
         return (
-            f"backend {self.device} ({self.dispatch_key}), dtypes {', '.join(self.dtypes)}, {mode}, "
+            f"backend {self.device} ({self.dispatch_key}), {impl}, dtypes {', '.join(self.dtypes)}, {mode}, "
             f"reference on {self.reference_device}, spec for torch {self.spec.torch_version} "
             f"({len(self.spec.files)} files, {self.spec.content_hash[:12]})"
         )
@@ -129,6 +164,8 @@ def _load(paths: tuple[str, ...]) -> Spec:
 def resolve_target(opts: Options) -> Target:
     """Validate the options against the spec and the machine."""
     backend = opts.backend or "cpu"
+    if opts.implementation not in IMPLEMENTATIONS:
+        raise TargetError(f"--implementation {opts.implementation}: use one of {', '.join(IMPLEMENTATIONS)}")
     spec = _load(opts.spec)
     ds = _device_spec_for(spec, backend)
     dtypes = _dtypes_for(ds, opts.dtype)
@@ -147,7 +184,4 @@ def resolve_target(opts: Options) -> Target:
     ref = opts.reference_device or (backend if real and not opts.policy_only else "cpu")
     if ref != backend and not device_is_real(ref):
         raise TargetError(f"--reference-device {ref}: no {ref} device on this machine; use cpu")
-    if opts.policy_only and opts.reference_device and opts.reference_device != backend:
-        # Policy-only runs no numerics; the reference only computes dtypes, on FakeTensors.
-        pass
-    return Target(spec, backend, ds, dtypes, opts.policy_only, ref)
+    return Target(spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation)

@@ -55,7 +55,7 @@ def _expect_cached(target: Target, lower: torch.dtype) -> bool:
 
 def test_weights_cached_within_region(target: Target, lower: torch.dtype) -> None:
     p = make_probe(target, requires_grad=True)
-    with target.tensors(), torch.autocast(target.device, dtype=lower):
+    with target.tensors(), target.autocast_impl(target.device, dtype=lower):
         same = _same_cast(p)
     want = _expect_cached(target, lower)
     assert all(s == want for s in same), f"{p.op}: cached per input {same}, rules.cache says {want}"
@@ -63,7 +63,7 @@ def test_weights_cached_within_region(target: Target, lower: torch.dtype) -> Non
 
 def test_non_grad_tensors_not_cached(target: Target, lower: torch.dtype) -> None:
     p = make_probe(target, requires_grad=False)
-    with target.tensors(), torch.autocast(target.device, dtype=lower):
+    with target.tensors(), target.autocast_impl(target.device, dtype=lower):
         same = _same_cast(p)
     want = not target.spec.rules.cache.requires_grad_only and _expect_cached(target, lower)
     assert all(s == want for s in same), f"{p.op}: tensors without requires_grad cached: {same}"
@@ -75,7 +75,7 @@ def test_non_leaf_not_cached(target: Target, lower: torch.dtype) -> None:
         p.inputs = type(p.inputs)(
             tuple(a * 1 if isinstance(a, torch.Tensor) else a for a in p.inputs.args), p.inputs.kwargs
         )
-        with torch.autocast(target.device, dtype=lower):
+        with target.autocast_impl(target.device, dtype=lower):
             same = _same_cast(p)
     want = not target.spec.rules.cache.leaf_only and _expect_cached(target, lower)
     assert all(s == want for s in same), f"{p.op}: non-leaf tensors cached: {same}"
@@ -83,7 +83,7 @@ def test_non_leaf_not_cached(target: Target, lower: torch.dtype) -> None:
 
 def test_cache_disabled(target: Target, lower: torch.dtype) -> None:
     p = make_probe(target, requires_grad=True)
-    with target.tensors(), torch.autocast(target.device, dtype=lower, cache_enabled=False):
+    with target.tensors(), target.autocast_impl(target.device, dtype=lower, cache_enabled=False):
         same = _same_cast(p)
     assert not any(same), f"{p.op}: cast cached with cache_enabled=False: {same}"
 
@@ -92,11 +92,11 @@ def test_cleared_at_outermost_exit(target: Target, lower: torch.dtype) -> None:
     p = make_probe(target, requires_grad=True)
     d = target.device
     with target.tensors():
-        with torch.autocast(d, dtype=lower):
-            with torch.autocast(d, dtype=lower):
+        with target.autocast_impl(d, dtype=lower):
+            with target.autocast_impl(d, dtype=lower):
                 first = _tensors(p.arrived())
             after_inner = _tensors(p.arrived())
-        with torch.autocast(d, dtype=lower):
+        with target.autocast_impl(d, dtype=lower):
             after_outer = _tensors(p.arrived())
     kept = [a is b for a, b in zip(first, after_inner, strict=True)]
     cleared = [a is not b for a, b in zip(first, after_outer, strict=True)]
@@ -119,7 +119,7 @@ def test_no_growth_over_iterations(target: Target, lower: torch.dtype, grad_mode
     slots = _weight_slots(p)
     refs: list[list[weakref.ref[torch.Tensor]]] = [[] for _ in slots]
     mode = torch.no_grad() if grad_mode == "no_grad" else torch.inference_mode()
-    with target.tensors(), mode, torch.autocast(target.device, dtype=lower):
+    with target.tensors(), mode, target.autocast_impl(target.device, dtype=lower):
         for _ in range(50):
             arrived = _tensors(p.arrived(grad_mode == "inference_mode"))
             for k, i in enumerate(slots):

@@ -38,7 +38,7 @@ def test_cast_inputs_casts_and_disables(target: Target, lower: torch.dtype) -> N
     fn = _function(target.device, torch.float32, log)
     with target.tensors():
         x = torch.ones(4, dtype=lower, device=target.device, requires_grad=True)
-        with torch.autocast(target.device, dtype=lower):
+        with target.autocast_impl(target.device, dtype=lower):
             y = fn.apply(x)
         y.float().sum().backward()
     assert log["fwd"][0] == torch.float32, f"cast_inputs=float32 gave forward input {log['fwd'][0]}"
@@ -54,7 +54,7 @@ def test_backward_runs_in_forward_state(target: Target, lower: torch.dtype) -> N
     fn = _function(target.device, None, log)
     with target.tensors():
         x = torch.ones(4, device=target.device, requires_grad=True)
-        with torch.autocast(target.device, dtype=lower):
+        with target.autocast_impl(target.device, dtype=lower):
             y = fn.apply(x)
         y.float().sum().backward()  # outside the autocast region
     assert log["fwd"][1:] == (True, lower), f"forward saw autocast state {log['fwd'][1:]}"

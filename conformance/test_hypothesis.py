@@ -93,7 +93,7 @@ def make_machine(target: Target) -> type[RuleBasedStateMachine]:
 
         @rule(enabled=st.booleans(), dtype=st.one_of(st.none(), st.sampled_from(dtypes)))
         def enter(self, enabled: bool, dtype: torch.dtype | None) -> None:
-            ctx = torch.autocast(device, dtype=dtype, enabled=enabled)
+            ctx = target.autocast_impl(device, dtype=dtype, enabled=enabled)
             ctx.__enter__()
             self.contexts.append(ctx)
             self.model.saved.append(self.model.state)

@@ -11,6 +11,7 @@ from functools import lru_cache
 import pytest
 
 from conformance import jit_scenarios
+from conformance.target import Target
 from reference_impl.spec.loader import load_spec
 from reference_impl.spec.model import JitLimitation, Spec
 
@@ -55,7 +56,7 @@ def mismatch(lim: JitLimitation, obs: jit_scenarios.Observation) -> list[str]:
 
 
 @pytest.mark.parametrize("lim_id", _ids())
-def test_limitation(lim_id: str) -> None:
+def test_limitation(lim_id: str, target: Target) -> None:
     entry = _entries().get(lim_id)
     if entry is None:
         pytest.fail(
@@ -69,7 +70,8 @@ def test_limitation(lim_id: str) -> None:
             "to conformance/jit_scenarios.py",
             pytrace=False,
         )
-    obs = jit_scenarios.run(lim_id)
+    with jit_scenarios.eager_autocast(target.autocast_impl):
+        obs = jit_scenarios.run(lim_id)
     problems = mismatch(entry, obs)
     if problems:
         pytest.fail(
