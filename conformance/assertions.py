@@ -235,8 +235,10 @@ def assert_untouched(
     entry: str,
     error: BaseException | None = None,
     why: str = "",
+    outputs: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> None:
-    """The tensors arriving below Autocast kept the dtypes they were given."""
+    """The tensors arriving below Autocast kept the dtypes they were given, and (where
+    ``outputs`` is known) the call's output dtypes are those it has without autocast."""
     if arrived is None:
         fail(
             case,
@@ -255,5 +257,15 @@ def assert_untouched(
             entry,
             given=", ".join(given),
             arrived_below_autocast=", ".join(arrived),
+            rule=why,
+        )
+    if outputs is not None and list(outputs[0]) != list(outputs[1]):
+        fail(
+            case,
+            "autocast changed the output dtype of a call it must leave alone (a dtype argument set?)",
+            m,
+            entry,
+            under_autocast=", ".join(outputs[0]),
+            without_autocast=", ".join(outputs[1]),
             rule=why,
         )

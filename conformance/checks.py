@@ -243,6 +243,10 @@ class Untouched:
     error: BaseException | None
     entry: str
     why: str
+    # Output dtypes under autocast and without it, where both calls run: an
+    # ineligible call must also keep its dtype arguments (no dtype set or appended
+    # that would change the result).
+    outputs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 def _arrived(calls: list[Any], name: str) -> list[str] | None:
@@ -269,6 +273,13 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
 
         fn = op_overload(entry)
         calls, err = intercepted(target, lower, entry, lambda: fn(*m2.args, **m2.kwargs))
+        outputs = None
+        if case.variant in ELIGIBILITY_DTYPE_KINDS:
+            on = run_native(target, lower, lambda: fn(*m2.args, **m2.kwargs))
+            with quiet():
+                off = capture(lambda: fn(*m2.args, **m2.kwargs))
+            if on.error is None and off.error is None:
+                outputs = (on.dtypes, off.dtypes)
     why = {
         "float64": "float64 is never cast (rules.eligibility.never_cast)",
         "int64": "integer tensors are not floating point (rules.eligibility.floating_only)",
@@ -282,7 +293,7 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
     arrives_as = entry
     if case.variant in ELIGIBILITY_DTYPE_KINDS:
         arrives_as = plan_for(target, lower, entry, m2).target_op
-    return Untouched(m2, given, _arrived(calls, arrives_as), err, arrives_as, why)
+    return Untouched(m2, given, _arrived(calls, arrives_as), err, arrives_as, why, outputs)
 
 
 def out_arguments(out_op: str, like: torch.Tensor) -> dict[str, torch.Tensor]:

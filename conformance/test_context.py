@@ -1,4 +1,4 @@
-"""Context semantics of torch.autocast on the backend (needs torch.autocast to enable here).
+"""Context semantics of the autocast under test (torch.autocast, or the reference) on the backend.
 
 Each test watches a real call of the device's first lower_precision_fp op: it
 computes in the lower dtype exactly when autocast is on.
@@ -26,8 +26,8 @@ def _lower(lower: torch.dtype) -> str:
 def test_enabled_and_dtype_queries(target: Target, lower: torch.dtype) -> None:
     d = target.device
     assert not torch.is_autocast_enabled(d)
-    with target.tensors(), torch.autocast(d, dtype=lower):
-        assert torch.is_autocast_enabled(d), f"is_autocast_enabled({d!r}) is False inside torch.autocast"
+    with target.tensors(), target.autocast_impl(d, dtype=lower):
+        assert torch.is_autocast_enabled(d), f"is_autocast_enabled({d!r}) is False inside autocast"
         assert torch.get_autocast_dtype(d) == lower, (
             f"get_autocast_dtype({d!r}) is {torch.get_autocast_dtype(d)}"
         )
@@ -39,11 +39,11 @@ def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> N
     lo = _lower(lower)
     with target.tensors():
         assert p.output_dtype() == "float32"
-        with torch.autocast(target.device, dtype=lower):
+        with target.autocast_impl(target.device, dtype=lower):
             assert p.output_dtype() == lo, "autocast does not act in the outer region"
-            with torch.autocast(target.device, enabled=False):
+            with target.autocast_impl(target.device, enabled=False):
                 assert p.output_dtype() == "float32", "enabled=False subregion still casts"
-                with torch.autocast(target.device, dtype=lower):
+                with target.autocast_impl(target.device, dtype=lower):
                     assert p.output_dtype() == lo, "re-enabling inside a disabled region does not cast"
                 assert p.output_dtype() == "float32", (
                     "leaving the re-enabled region does not restore 'disabled'"
@@ -55,7 +55,7 @@ def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> N
 def test_decorator_form(target: Target, lower: torch.dtype) -> None:
     p = make_probe(target)
 
-    @torch.autocast(target.device, dtype=lower)
+    @target.autocast_impl(target.device, dtype=lower)
     def body() -> str:
         return p.output_dtype()
 
@@ -66,17 +66,24 @@ def test_decorator_form(target: Target, lower: torch.dtype) -> None:
 
 def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
     d = target.device
-    before = (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
-    outer, inner = torch.autocast(d, dtype=lower), torch.autocast(d, enabled=False)
-    with pytest.raises(ValueError, match="boom"), outer, inner:
+    state = lambda: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))  # noqa: E731
+    before = state()
+    with pytest.raises(ValueError, match="boom"), target.autocast_impl(d, dtype=lower):
         raise ValueError("boom")
-    assert (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) == before, "state not restored"
+    assert state() == before, f"state {state()} after an exception left one region, was {before}"
+    with pytest.raises(ValueError, match="boom"), target.autocast_impl(d, dtype=lower):
+        inner_before = state()
+        with pytest.raises(ValueError, match="boom"), target.autocast_impl(d, enabled=False):
+            raise ValueError("boom")
+        assert state() == inner_before, f"state {state()} after an exception left a nested region"
+        raise ValueError("boom")
+    assert state() == before, f"state {state()} after exceptions left nested regions, was {before}"
 
 
 def test_new_thread_starts_disabled(target: Target, lower: torch.dtype) -> None:
     seen: list[bool] = []
     expected = target.spec.rules.context.new_thread_enabled
-    with torch.autocast(target.device, dtype=lower):
+    with target.autocast_impl(target.device, dtype=lower):
         t = threading.Thread(target=lambda: seen.append(torch.is_autocast_enabled(target.device)))
         t.start()
         t.join()
@@ -92,7 +99,7 @@ def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:
     if rule.action == "warn_and_disable":
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            with torch.autocast(target.device, dtype=bad):
+            with target.autocast_impl(target.device, dtype=bad):
                 on = torch.is_autocast_enabled(target.device)
         msgs = [str(x.message) for x in w]
         assert any(rule.message.split(".")[0] in m for m in msgs), (
@@ -100,10 +107,10 @@ def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:
         )
         assert not on, "autocast stayed enabled with an unsupported dtype"
     elif rule.action == "error":
-        with pytest.raises(Exception, match=rule.message), torch.autocast(target.device, dtype=bad):
+        with pytest.raises(Exception, match=rule.message), target.autocast_impl(target.device, dtype=bad):
             pass
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with torch.autocast(target.device, dtype=bad):
+            with target.autocast_impl(target.device, dtype=bad):
                 assert torch.get_autocast_dtype(target.device) == bad, "the dtype was not accepted"

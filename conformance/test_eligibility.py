@@ -13,4 +13,4 @@ from conformance.target import Target
 @pytest.mark.conformance_cases("eligibility")
 def test_eligibility(target: Target, case: Case) -> None:
     r = eligibility_call(target, case)
-    assert_untouched(case, r.given, r.arrived, r.inputs, r.entry, r.error, r.why)
+    assert_untouched(case, r.given, r.arrived, r.inputs, r.entry, r.error, r.why, r.outputs)
