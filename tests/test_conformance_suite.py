@@ -1,6 +1,6 @@
 """The conformance suite itself, run in subprocesses as a user would run it.
 
-- ``--backend cpu --dtype all`` passes; cuda/xpu/mps/mtia ``--policy-only`` pass here (no GPU);
+- xpu/mps/mtia ``--policy-only`` pass here (no GPU); cpu and cuda: test_self_conformance.py;
 - ``-n 2`` (pytest-xdist) gives the same per-test outcomes;
 - bad options stop before collection with one line, no traceback;
 - the suite is not vacuous: a wrong AutocastCPU kernel planted with torch.library
@@ -10,49 +10,18 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from suite_runs import outcomes, run_suite, summary
 
 from conformance.cases import probe_op
 from conformance.target import Options, resolve_target
 
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def run_suite(
-    *args: str, env_extra: dict[str, str] | None = None, timeout: int = 900
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **(env_extra or {})}
-    cmd = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", *args]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def outcomes(xml_path: Path) -> dict[str, str]:
-    out = {}
-    for tc in ET.parse(xml_path).getroot().iter("testcase"):
-        kind = "passed"
-        for child in tc:
-            if child.tag in ("failure", "error", "skipped"):
-                kind = child.tag
-        out[f"{tc.get('classname')}::{tc.get('name')}"] = kind
-    return out
-
-
-def summary(p: subprocess.CompletedProcess[str]) -> str:
-    return "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])
-
-
-def test_cpu_all_dtypes_passes() -> None:
-    p = run_suite("--backend", "cpu", "--dtype", "all", "-n", "2")
-    assert p.returncode == 0, summary(p)
-
-
-@pytest.mark.parametrize("device", ["cuda", "xpu", "mps", "mtia"])
+# cpu --dtype all and cuda --policy-only --dtype all: tests/test_self_conformance.py.
+@pytest.mark.parametrize("device", ["xpu", "mps", "mtia"])
 def test_policy_only_passes_without_the_device(device: str) -> None:
     p = run_suite("--backend", device, "--policy-only", "--dtype", "all", "-n", "2")
     assert p.returncode == 0, summary(p)
@@ -74,6 +43,7 @@ def test_xdist_gives_the_same_outcomes(tmp_path: Path) -> None:
         (["--backend", "cpu", "--dtype", "float64"], "--dtype float64"),
         (["--backend", "cuda"], "--policy-only"),
         (["--backend", "cpu", "--spec", "/no/such/spec"], "--spec /no/such/spec"),
+        (["--backend", "cpu", "--implementation", "mine"], "--implementation mine"),
     ],
 )
 def test_bad_options_are_one_line_usage_errors(args: list[str], needle: str) -> None:

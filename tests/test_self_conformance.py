@@ -1,0 +1,42 @@
+"""Self-conformance: the suite with reference_impl.autocast standing in for the backend.
+
+``--implementation reference`` installs the reference's kernels at the device's Autocast
+key for the whole run and uses ``reference_impl.autocast`` wherever the suite enters
+autocast. Both that run and the native one must pass, with the same tests and the same
+outcome for each: a difference points at a bug in the reference or in native autocast
+(or in the spec between them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from suite_runs import outcomes, run_suite, summary
+
+RUNS = {
+    "cpu": ("--backend", "cpu", "--dtype", "all"),
+    "cuda-policy-only": ("--backend", "cuda", "--policy-only", "--dtype", "all"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_reference_and_native_agree(name: str, tmp_path: Path) -> None:
+    args = RUNS[name]
+    native = run_suite(*args, "-n", "2", f"--junitxml={tmp_path / 'native.xml'}")
+    reference = run_suite(
+        *args, "--implementation", "reference", "-n", "2", f"--junitxml={tmp_path / 'ref.xml'}"
+    )
+    assert native.returncode == 0, "native:\n" + summary(native)
+    assert reference.returncode == 0, "reference:\n" + summary(reference)
+    a, b = outcomes(tmp_path / "native.xml"), outcomes(tmp_path / "ref.xml")
+    assert len(a) > 1000 and "passed" in a.values(), summary(native)
+    assert a.keys() == b.keys(), sorted(a.keys() ^ b.keys())[:20]
+    differ = sorted(t for t in a if a[t] != b[t])
+    assert not differ, [f"{t}: native {a[t]}, reference {b[t]}" for t in differ[:20]]
+
+
+def test_reference_run_says_so() -> None:
+    p = run_suite("--backend", "cpu", "--implementation", "reference", "--co")
+    assert p.returncode == 0, summary(p)
+    assert "reference_impl.autocast" in p.stdout, p.stdout[:2000]
