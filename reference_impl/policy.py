@@ -46,6 +46,7 @@ from .torch_registry import op_overload
 
 Path = tuple[str | int, ...]
 
+
 @dataclass(frozen=True)
 class AutocastState:
     """The autocast state one op call sees: device type, lower dtype, on/off."""

@@ -109,7 +109,8 @@ def regenerate(meta: dict[str, Any], root: Path) -> list[dict[str, Any]]:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
             raise UsageError(
                 "could not regenerate the test list from the spec with the recorded options "
-                f"({' '.join(cmd[3:-2])}): " + " | ".join(tail)
+                f"({' '.join(cmd[3:-2])}): "
+                + " | ".join(tail)
                 + "; make the recorded -p plugins importable (PYTHONPATH) and retry"
             )
         data: list[dict[str, Any]] = json.loads(out.read_text(encoding="utf-8"))
