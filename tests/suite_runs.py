@@ -46,5 +46,15 @@ def outcomes(xml_path: Path) -> dict[str, str]:
     return out
 
 
+def skip_reasons(xml_path: Path) -> dict[str, str]:
+    """Test id -> the reason it was skipped, from a JUnit XML file."""
+    out = {}
+    for tc in ET.parse(xml_path).getroot().iter("testcase"):
+        for child in tc:
+            if child.tag == "skipped":
+                out[f"{tc.get('classname')}::{tc.get('name')}"] = child.get("message", "")
+    return out
+
+
 def summary(p: subprocess.CompletedProcess[str]) -> str:
     return "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])

@@ -12,7 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from suite_runs import outcomes, run_suite, summary
+from suite_runs import outcomes, run_suite, skip_reasons, summary
+
+# Natively, torch.autocast("cuda") disables itself where there is no GPU, so the context
+# tests skip; the reference has no availability check and runs them (on FakeTensors).
+# That is the one difference allowed: native skipped for this reason, reference passed.
+NATIVE_DOES_NOT_ENABLE = "does not enable on this machine"
 
 RUNS = {
     "cpu": ("--backend", "cpu", "--dtype", "all"),
@@ -32,11 +37,15 @@ def test_reference_and_native_agree(name: str, tmp_path: Path) -> None:
     a, b = outcomes(tmp_path / "native.xml"), outcomes(tmp_path / "ref.xml")
     assert len(a) > 1000 and "passed" in a.values(), summary(native)
     assert a.keys() == b.keys(), sorted(a.keys() ^ b.keys())[:20]
-    differ = sorted(t for t in a if a[t] != b[t])
+    why = skip_reasons(tmp_path / "native.xml")
+    allowed = {t for t in a if a[t] == "skipped" and b[t] == "passed" and NATIVE_DOES_NOT_ENABLE in why[t]}
+    differ = sorted(t for t in a if a[t] != b[t] and t not in allowed)
     assert not differ, [f"{t}: native {a[t]}, reference {b[t]}" for t in differ[:20]]
+    if name == "cpu":  # torch.autocast("cpu") always enables: nothing may differ at all
+        assert not allowed, sorted(allowed)
 
 
 def test_reference_run_says_so() -> None:
-    p = run_suite("--backend", "cpu", "--implementation", "reference", "--co")
+    p = run_suite("--backend", "cpu", "--implementation", "reference", "--co", "-v")  # -v: the header
     assert p.returncode == 0, summary(p)
     assert "reference_impl.autocast" in p.stdout, p.stdout[:2000]
