@@ -267,6 +267,9 @@ def test_bundle_files(syn: tuple[Path, Run]) -> None:
     assert junit.count("<testcase") == len(EXPECTED) and 'type="crash"' in junit
     summary = (out / B.SUMMARY).read_text()
     assert "## Per category" in summary and "| numerics | 5 |" in summary, summary
+    assert "autocast: native" in summary, summary  # which autocast was certified
+    meta = json.loads((out / B.CERTIFICATION).read_text())
+    assert meta["options"]["implementation"] == "native", meta["options"]
     log_lines = (out / B.RESULTS_LOG).read_text().splitlines()
     assert len(log_lines) == len(EXPECTED), "the append-only log has every test"
 

@@ -249,7 +249,7 @@ def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> st
         f"- Verdict: **{'conformant' if verdict.get('conformant') else 'NOT conformant'}**"
         + (f" ({'; '.join(verdict.get('reasons', []))})" if verdict.get("reasons") else ""),
         f"- Backend: `{opts.get('backend')}`, dtypes `{opts.get('dtype')}`, "
-        f"policy-only: {opts.get('policy_only')}",
+        f"policy-only: {opts.get('policy_only')}, autocast: {opts.get('implementation', 'native')}",
         f"- Suite {meta.get('suite_version')}, spec hash `{meta.get('spec_hash')}`, "
         f"torch {meta.get('torch_version')}",
         f"- Tests: {len(results)}; " + ", ".join(f"{s} {n}" for s, n in c.items() if n),

@@ -675,6 +675,7 @@ class Coordinator:
                 "spec": spec_paths,
                 "reference_device": _option(self.config, "reference_device"),
                 "policy_only": bool(_option(self.config, "policy_only")),
+                "implementation": _option(self.config, "implementation") or "native",
                 "expectations": _option(self.config, "expectations"),
                 "test_timeout_s": self.timeout,
                 "hypothesis": {"profile": HYPOTHESIS_PROFILE, "derandomize": True},
