@@ -67,7 +67,9 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _scalar(node: yaml.Node) -> Any:
-    return _CONSTRUCTOR.construct_object(node, deep=True)
+    value = _CONSTRUCTOR.construct_object(node, deep=True)
+    _CONSTRUCTOR.constructed_objects.pop(node, None)  # the shared constructor keeps no nodes
+    return value
 
 
 def read_yaml(path: Path, display: str | None = None) -> YamlDocument:
