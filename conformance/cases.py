@@ -20,6 +20,7 @@ from reference_impl.torch_registry import (
     all_op_names,
     autocast_registrations,
     inplace_variant,
+    op_exists,
     out_variant,
     split_op_name,
 )
@@ -96,8 +97,9 @@ def _listed(target: Target) -> list[tuple[str, Policy]]:
 
 
 def _info(target: Target, op: str) -> OpInfo | None:
+    """The op's catalog entry, if it has samples and the installed torch has the op."""
     info = target.spec.op_info(op)
-    return info if info is not None and info.samples else None
+    return info if info is not None and info.samples and op_exists(op) else None
 
 
 def op_policy(target: Target) -> list[Case]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 from reference_impl.samples import dtype_of
 
 from . import cases as gen
-from .plugin import target_of
+from .plugin import TARGET_KEY, target_of
 from .state import restore, snapshot
 from .target import Target
 
@@ -30,12 +31,18 @@ def _in_suite(item: pytest.Item) -> bool:
         return False
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    from .plugin import TARGET_KEY
-
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if TARGET_KEY in config.stash:
-        return "autocast conformance: " + config.stash[TARGET_KEY].describe()
+        return ["autocast conformance: " + config.stash[TARGET_KEY].describe()]
     return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A spec for another torch release is said in one line at the top, whatever the verbosity."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    target = session.config.stash.get(TARGET_KEY, None)
+    if reporter is not None and target is not None and target.version_note:
+        reporter.write_line(f"autocast conformance: {target.version_note}", yellow=True)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -47,17 +54,56 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if marker is None:
             raise pytest.UsageError(f"{metafunc.definition.nodeid}: 'case' needs @conformance_cases(name)")
         params = [
-            pytest.param(c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers])
+            pytest.param(
+                c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers] + _device_skip(target, c)
+            )
             for c in gen.cases(target, marker.args[0])
         ]
+        params += _absent_params(target, marker.args[0])
         metafunc.parametrize("case", params)
     if "lower" in metafunc.fixturenames:
         metafunc.parametrize(
             "lower", [dtype_of(d) for d in target.dtypes], ids=[f"{target.device}-{d}" for d in target.dtypes]
         )
     if "listed_op" in metafunc.fixturenames:
-        ops = sorted(target.device_spec.ops)
-        metafunc.parametrize("listed_op", ops, ids=[f"{target.device}-{op}" for op in ops])
+        listed = [pytest.param(op, id=f"{target.device}-{op}") for op in sorted(target.device_spec.ops)]
+        absent = [
+            pytest.param(
+                op, id=f"{target.device}-{op}", marks=pytest.mark.skip(reason=target.absent_reason(op))
+            )
+            for op in target.absent_ops
+        ]
+        metafunc.parametrize("listed_op", listed + absent)
+
+
+def _device_skip(target: Target, case: gen.Case) -> list[Any]:
+    """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent."""
+    info = target.spec.op_info(case.op) if case.op else None
+    if info is None or not info.needs_device or not target.policy_only or case.category == "registration":
+        return []
+    return [
+        pytest.mark.skip(
+            reason=f"{case.op}: its Autocast kernel calls the device runtime "
+            f"(needs_device at {info.loc}); it needs a real {target.device} device"
+        )
+    ]
+
+
+def _absent_params(target: Target, category: str) -> list[Any]:
+    """One skipped test per category an op the installed torch lacks would have been tested in."""
+    full = target.spec.devices.get(target.device_spec.device)
+    out = []
+    for op in target.absent_ops:
+        entry = full.ops.get(op) if full else None
+        if entry is None or category not in gen.expected_categories(entry.policy):
+            continue
+        case = gen.Case(category, target.device, "", entry.policy.value, op)
+        marks = [
+            *(getattr(pytest.mark, m) for m in case.markers),
+            pytest.mark.skip(reason=target.absent_reason(op)),
+        ]
+        out.append(pytest.param(case, id=case.id, marks=marks))
+    return out
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

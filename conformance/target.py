@@ -21,6 +21,8 @@ from reference_impl.samples import dtype_of
 from reference_impl.spec.loader import load_spec
 from reference_impl.spec.model import DeviceSpec, Spec
 from reference_impl.spec.problems import SpecError
+from reference_impl.spec.versions import VersionChoice
+from reference_impl.torch_registry import op_exists
 
 POLICY_ONLY_DEVICES_HINT = "--policy-only"
 IMPLEMENTATIONS = ("native", "reference")
@@ -53,6 +55,22 @@ class Target:
     # "native": the backend's own autocast (torch.autocast and its Autocast kernels);
     # "reference": reference_impl.autocast stands in for it (self-conformance).
     implementation: str = "native"
+    # ops the device spec lists that the installed torch does not have (a torch newer than
+    # the spec): left out of device_spec, and reported as skipped "not in this torch"
+    absent_ops: tuple[str, ...] = ()
+
+    @property
+    def version_note(self) -> str:
+        """One line when the spec describes another torch release than the installed one."""
+        return VersionChoice(
+            self.spec.torch_version, self.spec.installed_torch or self.spec.torch_version
+        ).note()
+
+    def absent_reason(self, op: str) -> str:
+        return (
+            f"not in this torch: {op} is not an operator of torch {self.spec.installed_torch} "
+            f"(the spec describes torch {self.spec.torch_version})"
+        )
 
     @property
     def dispatch_key(self) -> str:
@@ -149,7 +167,7 @@ def _load(paths: tuple[str, ...]) -> Spec:
         if not Path(p).exists():
             raise TargetError(f"--spec {p}: no such file or directory")
     try:
-        return load_spec([Path(p) for p in paths] or None)
+        return load_spec([Path(p) for p in paths] or None, nearest=True)
     except SpecError as e:
         first = e.problems[0] if e.problems else None
         more = (
@@ -184,4 +202,7 @@ def resolve_target(opts: Options) -> Target:
     ref = opts.reference_device or (backend if real and not opts.policy_only else "cpu")
     if ref != backend and not device_is_real(ref):
         raise TargetError(f"--reference-device {ref}: no {ref} device on this machine; use cpu")
-    return Target(spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation)
+    absent = tuple(sorted(op for op in ds.ops if not op_exists(op)))
+    if absent:
+        ds = replace(ds, ops={op: e for op, e in ds.ops.items() if op not in absent})
+    return Target(spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation, absent)

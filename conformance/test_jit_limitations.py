@@ -6,29 +6,24 @@ Scenarios run on CPU autocast (bfloat16), which every torch build has.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 
 from conformance import jit_scenarios
+from conformance.plugin import target_of
 from conformance.target import Target
-from reference_impl.spec.loader import load_spec
 from reference_impl.spec.model import JitLimitation, Spec
 
 pytestmark = pytest.mark.jit
 
 
-@lru_cache(maxsize=1)
-def _spec() -> Spec:
-    return load_spec()
+def _entries(spec: Spec) -> dict[str, JitLimitation]:
+    return {lim.id: lim for lim in spec.limitations}
 
 
-def _entries() -> dict[str, JitLimitation]:
-    return {lim.id: lim for lim in _spec().limitations}
-
-
-def _ids() -> list[str]:
-    return sorted(set(_entries()) | set(jit_scenarios.scenario_ids()))
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "lim_id" in metafunc.fixturenames:
+        spec = target_of(metafunc.config).spec
+        metafunc.parametrize("lim_id", sorted(set(_entries(spec)) | set(jit_scenarios.scenario_ids())))
 
 
 def _repro(lim_id: str) -> str:
@@ -55,9 +50,8 @@ def mismatch(lim: JitLimitation, obs: jit_scenarios.Observation) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("lim_id", _ids())
 def test_limitation(lim_id: str, target: Target) -> None:
-    entry = _entries().get(lim_id)
+    entry = _entries(target.spec).get(lim_id)
     if entry is None:
         pytest.fail(
             f"scenario {lim_id!r} (conformance/jit_scenarios.py) has no entry in spec/jit.yaml: "

@@ -22,7 +22,9 @@ def test_registration(target: Target, case: Case) -> None:
         )
     if registered and not listed:
         pytest.fail(
-            f"{case.op}: {target.dispatch_key} has a kernel for it but the {target.device} spec does "
-            f"not list it; add it to the device spec under its policy (autocast-spec probe)",
+            f"{case.op}: {target.dispatch_key} has a kernel for it but the {target.device} spec for torch "
+            f"{target.spec.torch_version} does not list it. If this torch is newer than the spec, probe it: "
+            f"'autocast-spec probe --device {target.device} -o {target.device}.yaml', then rerun with "
+            f"'--spec {target.device}.yaml'; else add the op to the device spec under its policy",
             pytrace=False,
         )

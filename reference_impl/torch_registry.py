@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import functools
-import re
 
 import torch
 
-_VERSION_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_release(version: str) -> tuple[int, int, int]:
-    """``"2.13.0+cpu"`` -> ``(2, 13, 0)``; pre-release and local parts are ignored."""
-    m = _VERSION_RE.match(version.strip())
-    if not m:
-        raise ValueError(f"not a torch version: {version!r}")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+from .spec.versions import parse_release as parse_release  # re-exported for the CLI modules
 
 
 def installed_torch_version() -> str:
     """The installed torch's release, without local tags: ``"2.13.0"``."""
     return ".".join(str(p) for p in parse_release(torch.__version__))
+
+
+def build_features() -> frozenset[str]:
+    """The build features of the installed torch that spec entries' ``build:`` may name."""
+    return frozenset({"cudnn"} if torch._C._has_cudnn else set())
 
 
 @functools.lru_cache(maxsize=1)

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from ..torch_registry import installed_torch_version, parse_release
+from ..torch_registry import build_features, installed_torch_version
 from . import checks
 from .model import (
     Arg,
@@ -49,6 +48,12 @@ from .model import (
     frozen_map,
 )
 from .problems import SpecError, SpecProblem
+from .versions import (
+    Applicability,
+    nearest_covered_version,
+    same_release,
+    specifier_contains,
+)
 from .yaml_source import PathKey, YamlDocument, read_yaml
 
 SCHEMA_FILE = "autocast-spec.schema.json"
@@ -160,43 +165,6 @@ def schema_problems(doc: YamlDocument) -> list[SpecProblem]:
 # ---------------------------------------------------------------------------
 
 
-def version_in(version: str, since: str | None, until: str | None) -> bool:
-    """``since`` inclusive, ``until`` exclusive, both on releases (2.13 == 2.13.0)."""
-    v = parse_release(version)
-    if since and v < parse_release(since):
-        return False
-    return not (until and v >= parse_release(until))
-
-
-def nearest_covered_version(ranges: Iterable[str], version: str) -> str | None:
-    """The ``X.Y`` release closest to ``version`` that one of ``ranges`` contains.
-
-    Candidates are the releases the ranges mention and their neighbours (an
-    exclusive upper bound ``<2.14`` covers 2.13).
-    """
-    import re
-
-    target = parse_release(version)
-    candidates: set[tuple[int, int]] = set()
-    for r in ranges:
-        for major, minor in re.findall(r"(\d+)\.(\d+)", r):
-            for m in (int(minor) - 1, int(minor), int(minor) + 1):
-                if m >= 0:
-                    candidates.add((int(major), m))
-    covered = [c for c in candidates if any(specifier_contains(r, f"{c[0]}.{c[1]}") for r in ranges)]
-    if not covered:
-        return None
-    best = min(covered, key=lambda c: (abs((c[0] - target[0]) * 1000 + c[1] - target[1]), -c[1]))
-    return f"{best[0]}.{best[1]}"
-
-
-def specifier_contains(spec: str, version: str) -> bool:
-    try:
-        return SpecifierSet(spec).contains(version, prereleases=True)
-    except InvalidSpecifier:
-        return False
-
-
 @dataclass
 class _RawDevice:
     doc: YamlDocument
@@ -212,7 +180,7 @@ def _entry(item: Any) -> dict[str, Any]:
     return {"op": item} if isinstance(item, str) else dict(item)
 
 
-def _build_raw_device(doc: YamlDocument, version: str, probs: list[SpecProblem]) -> _RawDevice:
+def _build_raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) -> _RawDevice:
     d = doc.data
     ops: dict[str, OpPolicy] = {}
     first_seen: dict[str, tuple[str, int]] = {}
@@ -247,7 +215,7 @@ def _build_raw_device(doc: YamlDocument, version: str, probs: list[SpecProblem])
                 )
             if policy is not Policy.BANNED and e.get("message"):
                 probs.append(SpecProblem(doc.file, line, f"{op}: 'message' is only for banned ops"))
-            if not version_in(version, e.get("since"), e.get("until")):
+            if not app.admits(e):
                 continue
             ops[op] = OpPolicy(
                 op=op,
@@ -261,7 +229,7 @@ def _build_raw_device(doc: YamlDocument, version: str, probs: list[SpecProblem])
     removes = []
     for i, item in enumerate(d.get("remove") or []):
         e = _entry(item)
-        if version_in(version, e.get("since"), e.get("until")):
+        if app.admits(e):
             removes.append((e["op"], doc.line_of(("remove", i))))
     fields = {
         k: d[k]
@@ -403,9 +371,11 @@ def _tolerances(d: Mapping[str, Any] | None) -> Mapping[str, Tolerance]:
     return frozen_map({k: Tolerance(float(v["atol"]), float(v["rtol"])) for k, v in (d or {}).items()})
 
 
-def _build_ops(doc: YamlDocument) -> dict[str, OpInfo]:
+def _build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
     out = {}
     for op, d in doc.data["ops"].items():
+        if not app.admits(d):
+            continue
         base: PathKey = ("ops", op)
         eps = []
         for i, ep in enumerate(d.get("entry_points", [])):
@@ -422,6 +392,7 @@ def _build_ops(doc: YamlDocument) -> dict[str, OpInfo]:
             append_dtype_target=d.get("append_dtype_target"),
             nondeterministic=bool(d.get("nondeterministic", False)),
             fake_kernel=bool(d.get("fake_kernel", True)),
+            needs_device=bool(d.get("needs_device", False)),
             scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(
                 KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])
@@ -459,7 +430,10 @@ def _divergence(d: Mapping[str, Any]) -> Divergence:
     return Divergence(d["op"], d.get("dtype"), d["observed"], d["reason"], d.get("inputs", "float32"))
 
 
-def _build_jit(doc: YamlDocument, version: str) -> tuple[list[JitLimitation], dict[str, list[Divergence]]]:
+def _build_jit(
+    doc: YamlDocument, app: Applicability
+) -> tuple[list[JitLimitation], dict[str, list[Divergence]]]:
+    version = app.version
     lims = []
     for i, d in enumerate(doc.data.get("limitations", [])):
         if not specifier_contains(d["torch"], version):
@@ -480,7 +454,10 @@ def _build_jit(doc: YamlDocument, version: str) -> tuple[list[JitLimitation], di
                 later_calls=d.get("later_calls"),
             )
         )
-    divs = {m: [_divergence(x) for x in xs] for m, xs in (doc.data.get("mode_divergences") or {}).items()}
+    divs = {
+        m: [_divergence(x) for x in xs if app.admits(x)]
+        for m, xs in (doc.data.get("mode_divergences") or {}).items()
+    }
     return lims, divs
 
 
@@ -535,6 +512,8 @@ def load_spec(
     paths: Sequence[Path] | None = None,
     torch_version: str | None = None,
     check_registry: bool = True,
+    nearest: bool = False,
+    build: frozenset[str] | None = None,
 ) -> Spec:
     """Load and check a spec.
 
@@ -542,10 +521,18 @@ def load_spec(
     that hold no ``rules`` file are overlaid on the bundled spec: a vendor's device
     file can ``extends: cuda`` without copying anything. A device defined in the
     user's files replaces the bundled one of the same name.
+
+    ``torch_version``: the release to describe (default: the installed one). With
+    ``nearest`` and no ``torch_version``, a torch that no device file covers is read
+    as the nearest covered release (:attr:`Spec.installed_torch` keeps the real one).
+    ``build``: the build features ``build:`` conditions are judged by (default: the
+    installed torch's, :func:`~reference_impl.torch_registry.build_features`).
     """
-    version = torch_version or installed_torch_version()
+    installed = installed_torch_version()
+    version = torch_version or installed
     files, probs = _files_for(paths)
     docs = _read_all(files, probs)
+    own = {id(d) for d in docs}  # the caller's files (the rest: the bundled spec beneath them)
     if paths and docs and not any(d.data["kind"] == "rules" for d in docs):
         user_devices = {d.data.get("device") for d in docs if d.data["kind"] == "device"}
         base_docs = _read_all(spec_files([bundled_spec_dir()]), probs)
@@ -565,6 +552,11 @@ def load_spec(
         else:
             getattr(col, kind).append(d)
 
+    all_ranges = sorted({d.data["torch"] for ds in col.devices.values() for d in ds})
+    if nearest and torch_version is None and not any(specifier_contains(r, version) for r in all_ranges):
+        version = nearest_covered_version(all_ranges, version) or version
+    app = Applicability(version, build_features() if build is None else build)
+
     raw: dict[str, _RawDevice] = {}
     out_of_range: dict[str, list[str]] = {}
     for name, ds in col.devices.items():
@@ -582,7 +574,7 @@ def load_spec(
         if not matching:
             out_of_range[name] = [d.data["torch"] for d in ds]
             continue
-        raw[name] = _build_raw_device(matching[0], version, probs)
+        raw[name] = _build_raw_device(matching[0], app, probs)
 
     if col.devices and not raw:
         ranges = sorted({r for rs in out_of_range.values() for r in rs})
@@ -614,7 +606,7 @@ def load_spec(
 
     ops: dict[str, OpInfo] = {}
     for d in col.ops:
-        for op, info in _build_ops(d).items():
+        for op, info in _build_ops(d, app).items():
             if op in ops:
                 probs.append(SpecProblem(d.file, info.loc.line, f"{op} already has samples at {ops[op].loc}"))
                 continue
@@ -623,16 +615,25 @@ def load_spec(
     limitations: list[JitLimitation] = []
     divs: dict[str, list[Divergence]] = {}
     for d in col.jit:
-        lims, dv = _build_jit(d, version)
+        lims, dv = _build_jit(d, app)
         limitations.extend(lims)
         for m, xs in dv.items():
             divs.setdefault(m, []).extend(xs)
 
     # op names are checked against the installed registry only when describing the installed
-    # release: older releases had operators the installed torch no longer has
-    if check_registry and parse_release(version)[:2] == parse_release(installed_torch_version())[:2]:
-        probs.extend(checks.registry_problems(devices.values(), ops.values(), raw_files=docs))
-        if col.rules:
+    # release: older releases had operators the installed torch no longer has. The shared files
+    # (op catalog, rules) are checked only where their own device files claim this release: read
+    # beside a user's file for a newer torch, their ops the torch lacks are 'not in this torch'.
+    if check_registry and same_release(version, installed):
+        claimed = any(
+            d.data["kind"] == "device" and specifier_contains(d.data["torch"], version)
+            for d in docs
+            if id(d) not in own or not paths
+        ) or any(d.data["kind"] == "rules" and id(d) in own for d in docs)
+        probs.extend(
+            checks.registry_problems(devices.values(), ops.values() if claimed else (), raw_files=docs)
+        )
+        if col.rules and claimed:
             probs.extend(checks.rules_registry_problems(col.rules[0]))
     probs.extend(checks.limitation_problems(limitations))
     if probs or rules is None:
@@ -640,6 +641,7 @@ def load_spec(
 
     return Spec(
         torch_version=version,
+        installed_torch=installed,
         devices=frozen_map(dict(sorted(devices.items()))),
         rules=rules,
         ops=frozen_map(dict(sorted(ops.items()))),

@@ -182,6 +182,7 @@ class OpInfo:
     append_dtype_target: str | None = None  # fp32_append_dtype: the overload called
     nondeterministic: bool = False
     fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
+    needs_device: bool = False  # True: even its Autocast kernel calls the device runtime
     kernel_gaps: tuple[KernelGap, ...] = ()
     scratch_outputs: tuple[int, ...] = ()  # workspace outputs: compared by dtype and shape only
     note: str = ""
@@ -284,6 +285,7 @@ class Spec:
     content_hash: str
     limitations: tuple[JitLimitation, ...] = ()
     mode_divergences: Mapping[str, ModeDivergences] = field(default_factory=frozen_map)
+    installed_torch: str = ""  # the torch installed when it was loaded ("" where none was asked)
 
     def device(self, name: str) -> DeviceSpec:
         try:

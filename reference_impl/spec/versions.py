@@ -1,0 +1,108 @@
+"""Which torch release a spec entry describes: ``since``/``until``, ``torch:`` ranges, builds.
+
+Spec entries carry ``since`` (inclusive) and ``until`` (exclusive) releases, device
+files a PEP 440 ``torch:`` range, and an entry registered only in some builds of a
+release a ``build:`` condition (``cudnn``: only where torch was built with cuDNN, as
+the CUDA wheels are and the CPU wheels are not). Everything here is pure: the
+installed torch's version and build are passed in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+_RELEASE_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_release(version: str) -> tuple[int, int, int]:
+    """``"2.13.0+cpu"`` -> ``(2, 13, 0)``; pre-release and local parts are ignored."""
+    m = _RELEASE_RE.match(version.strip())
+    if not m:
+        raise ValueError(f"not a torch version: {version!r}")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+def same_release(a: str, b: str) -> bool:
+    """Same ``X.Y`` release (patch releases do not change autocast's lists)."""
+    return parse_release(a)[:2] == parse_release(b)[:2]
+
+
+def version_in(version: str, since: str | None, until: str | None) -> bool:
+    """``since`` inclusive, ``until`` exclusive, both on releases (2.13 == 2.13.0)."""
+    v = parse_release(version)
+    if since and v < parse_release(since):
+        return False
+    return not (until and v >= parse_release(until))
+
+
+def specifier_contains(spec: str, version: str) -> bool:
+    try:
+        return SpecifierSet(spec).contains(version, prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+def nearest_covered_version(ranges: Iterable[str], version: str) -> str | None:
+    """The ``X.Y`` release closest to ``version`` that one of ``ranges`` contains.
+
+    Candidates are ``version`` itself and, per major release the ranges mention,
+    every minor release from one below their lowest bound to one above their
+    highest (an exclusive upper bound ``<2.14`` covers 2.13). Between two equally
+    close releases the newer wins.
+    """
+    ranges = list(ranges)
+    target = parse_release(version)
+    candidates: set[tuple[int, int]] = {target[:2]}
+    bounds: dict[int, list[int]] = {}
+    for r in ranges:
+        for major, minor in re.findall(r"(\d+)\.(\d+)", r):
+            bounds.setdefault(int(major), []).append(int(minor))
+    for major, minors in bounds.items():
+        candidates.update((major, m) for m in range(max(min(minors) - 1, 0), max(minors) + 2))
+    covered = [c for c in candidates if any(specifier_contains(r, f"{c[0]}.{c[1]}") for r in ranges)]
+    if not covered:
+        return None
+    best = min(covered, key=lambda c: (abs((c[0] - target[0]) * 1000 + c[1] - target[1]), -c[1]))
+    return f"{best[0]}.{best[1]}"
+
+
+@dataclass(frozen=True)
+class Applicability:
+    """The torch release and build features an entry is judged for."""
+
+    version: str
+    build: frozenset[str]
+
+    def admits(self, entry: Mapping[str, Any]) -> bool:
+        """Does a YAML entry with optional ``since``/``until``/``build`` apply here?"""
+        if not version_in(self.version, entry.get("since"), entry.get("until")):
+            return False
+        needs = entry.get("build")
+        return needs is None or needs in self.build
+
+
+@dataclass(frozen=True)
+class VersionChoice:
+    """The release a spec is read for, and, when it is not the installed one, why."""
+
+    version: str
+    installed: str
+
+    @property
+    def fallback(self) -> bool:
+        return not same_release(self.version, self.installed)
+
+    def note(self) -> str:
+        if not self.fallback:
+            return ""
+        return (
+            f"the spec does not cover torch {self.installed}: running against the nearest covered "
+            f"version, {self.version}; ops this torch lacks are skipped as 'not in this torch'; "
+            f"to describe this torch, probe it: autocast-spec probe --device D -o D.yaml, "
+            f"then --spec D.yaml"
+        )
