@@ -355,10 +355,10 @@ def judge(
                 f"agrees with eager ({eager}); remove the entry from mode_divergences.{mode}",
             )
         return Verdict("same", f"{where}: {eager}")
-    if declared is not None and declared.observed == observed:
+    if declared is not None and declared.observed_under(dtype) == observed:
         return Verdict("declared", f"{where}: {observed} instead of eager {eager}: {declared.reason}")
     hint = (
-        f"declared as {declared.observed!r}, observed {observed!r}"
+        f"declared as {declared.observed_under(dtype)!r}, observed {observed!r}"
         if declared is not None
         else f"undeclared: add to spec/jit.yaml mode_divergences.{mode}: "
         f"{{op: {op}, dtype: {dtype}, inputs: {inputs}, observed: {observed}, reason: ...}}"

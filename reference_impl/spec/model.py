@@ -244,9 +244,13 @@ class Divergence:
 
     op: str
     dtype: str | None
-    observed: str  # what the mode gives: an output dtype name, or "error"
+    observed: str  # what the mode gives: output dtype names ("lower": the autocast dtype), or "error"
     reason: str
     inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
+
+    def observed_under(self, dtype: str) -> str:
+        """``observed`` for autocast to ``dtype``: each ``lower`` stands for that dtype."""
+        return ",".join(dtype if part == "lower" else part for part in self.observed.split(","))
 
 
 @dataclass(frozen=True)
