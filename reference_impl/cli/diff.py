@@ -22,7 +22,8 @@ from ..spec.loader import load_spec, nearest_covered_version
 from ..spec.model import Spec
 from ..spec.problems import SpecError, SpecProblem
 from ..spec.yaml_source import read_yaml
-from ..specdiff import PairingError, Side, SpecDiff, diff_sides, to_json, to_markdown
+from ..specdiff import PairingError, Side, SpecDiff, diff_sides
+from ..specdiff_render import to_json, to_markdown
 from ..torch_registry import installed_torch_version, parse_release
 from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
 
