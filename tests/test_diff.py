@@ -9,7 +9,13 @@ import pytest
 
 from reference_impl.cli import diff as diff_cmd
 from reference_impl.cli.main import main
-from reference_impl.spec.loader import bundled_spec_dir
+from reference_impl.probe import bundled
+from reference_impl.spec.loader import (
+    bundled_spec_dir,
+    device_torch_ranges,
+    load_spec,
+    nearest_covered_version,
+)
 from reference_impl.spec.model import Spec
 
 
@@ -123,3 +129,21 @@ def test_invalid_spec_on_either_side(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert main(["diff", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert "bad.yaml" in err and "\n" not in err, err
+
+
+def test_probe_side_borrows_from_the_nearest_covered_spec(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A torch no bundled spec covers: the probe borrows from the nearest covered release, and says so."""
+    monkeypatch.setattr(bundled, "installed_torch_version", lambda: "2.99.0")
+    near = nearest_covered_version(device_torch_ranges(), "2.99.0")
+    assert near is not None
+    found = bundled.bundled_device("cuda")
+    assert found is not None and found.torch_version == near
+    assert found.spec == load_spec(torch_version=near, check_registry=False).devices["cuda"]
+    assert f"torch {near}" in found.source and "2.99.0" in found.source
+    # CUDA's dtype rules cannot be observed without a GPU: they come from that release's spec
+    assert main(["diff", f"cuda@{near}", "probe:cuda", "--format", "json"]) == 0
+    capsys.readouterr()
+    assert main(["probe", "--device", "cuda", "--policy-only"]) == 0
+    assert f"bundled spec for torch {near}" in capsys.readouterr().err

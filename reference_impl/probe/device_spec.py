@@ -135,8 +135,12 @@ def probe_device(
     device: str,
     bundled: DeviceSpec | None = None,
     progress: Progress | None = None,
+    bundled_from: str = "the bundled spec",
 ) -> ProbedDevice:
-    """Probe ``device`` in the installed torch. ``bundled`` fills what cannot be observed here."""
+    """Probe ``device`` in the installed torch. ``bundled`` fills what cannot be observed here.
+
+    ``bundled_from`` names ``bundled`` in the notes (which release it was read for).
+    """
     check_probeable(device)
     key = bundled.dispatch_key if bundled else dispatch_key_for(device)
     version = installed_torch_version()
@@ -158,12 +162,12 @@ def probe_device(
         source = (
             f"each registered op's policy is observed on {parent}, the device it extends"
             if stand_in
-            else "taken from the bundled spec"
+            else f"taken from {bundled_from}"
             if bundled
             else "no bundled spec to take them from"
         )
         borrowed.append(f"op policies: {obs.unobservable_reason}; {source}")
-    note = f"not observed: policy observed on {parent}" if stand_in else "not observed: from the bundled spec"
+    note = f"not observed: policy observed on {parent}" if stand_in else f"not observed: from {bundled_from}"
     for op in sorted(obs.registered):
         o = obs.observations.get(op)
         if o is not None and o.policy is Policy.BANNED and "INTERNAL ASSERT" in (o.message or ""):
@@ -185,7 +189,7 @@ def probe_device(
     if facts is None:
         if bundled is None:
             raise ProbeError(f"{device}: {facts_reason}, and no bundled spec gives its dtypes")
-        borrowed.append(f"dtype defaults and rules: {facts_reason}; taken from the bundled spec")
+        borrowed.append(f"dtype defaults and rules: {facts_reason}; taken from {bundled_from}")
         facts = DtypeFacts(bundled.default_dtype, bundled.supported_dtypes, bundled.unsupported_dtype)
     rule = facts.unsupported_dtype
     if rule is not None and rule.action == "accepted" and not rule.message:
