@@ -4,6 +4,10 @@ Pure functions: :func:`diff_sides` takes two :class:`Side` values (built by the
 ``diff`` command from a bundled device name, a spec path or a live probe) and
 returns a :class:`SpecDiff`; :mod:`reference_impl.specdiff_render` renders it.
 Nothing here knows any op or policy: everything compared comes from the sides.
+
+An op a side registers but could not observe the policy of (a live probe's
+unresolved ops) is neither added, removed nor changed: it is listed in
+:attr:`SpecDiff.not_observed`, with the reason, and is not a difference.
 """
 
 from __future__ import annotations
@@ -23,12 +27,17 @@ class Side:
     ``devices`` holds one device (a device comparison) or several (a whole-spec
     comparison, devices paired by name). ``spec`` supplies rules, tolerances and
     JIT limitations; it is None for a live probe, which observes only the device.
+    ``unobserved`` (device -> op -> reason) names the ops a live probe found
+    registered but could not observe the policy of; ``notes`` are the facts it
+    did not observe here and where it took them from.
     """
 
     label: str
     devices: Mapping[str, DeviceSpec]
     spec: Spec | None
     single: bool
+    unobserved: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def device(self) -> DeviceSpec:
@@ -48,6 +57,16 @@ class OpMove:
     op: str
     before: str
     after: str
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class Unobserved:
+    """An op ``side`` ("a" or "b") registers, whose policy it could not observe, and why."""
+
+    op: str
+    side: str
+    reason: str
     device: str | None = None
 
 
@@ -79,9 +98,12 @@ class SpecDiff:
     jit_limitations: tuple[Change, ...] = ()
     not_compared: tuple[str, ...] = ()
     paired: tuple[tuple[str, str], ...] = field(default=())
+    not_observed: tuple[Unobserved, ...] = ()  # not differences: see the module docstring
+    notes: tuple[tuple[str, str], ...] = ()  # (side, note): facts a side took from elsewhere
 
     @property
     def identical(self) -> bool:
+        """No difference in what both sides observed (ops not observed do not count)."""
         return not any(
             (
                 self.added,
@@ -118,10 +140,21 @@ class _Acc:
     defaults: list[Change] = field(default_factory=list)
     sup_added: list[Change] = field(default_factory=list)
     sup_removed: list[Change] = field(default_factory=list)
+    not_observed: list[Unobserved] = field(default_factory=list)
 
 
-def _diff_device(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> None:
-    for op in sorted(set(a.ops) | set(b.ops)):
+def _diff_device(a: Side, b: Side, pair: tuple[DeviceSpec, DeviceSpec], tag: str | None, acc: _Acc) -> None:
+    da, db = pair
+    hidden = {"a": a.unobserved.get(da.device, {}), "b": b.unobserved.get(db.device, {})}
+    for side, ops in hidden.items():
+        acc.not_observed += [Unobserved(op, side, why, tag) for op, why in sorted(ops.items())]
+    _diff_ops(da, db, set(hidden["a"]) | set(hidden["b"]), tag, acc)
+    _diff_dtypes(da, db, tag, acc)
+
+
+def _diff_ops(a: DeviceSpec, b: DeviceSpec, hidden: set[str], tag: str | None, acc: _Acc) -> None:
+    """Ops added, removed, moved; an op either side could not observe is not compared."""
+    for op in sorted((set(a.ops) | set(b.ops)) - hidden):
         ea, eb = a.ops.get(op), b.ops.get(op)
         if ea is None and eb is not None:
             acc.added.append(OpEntry(op, eb.policy.value, tag))
@@ -132,6 +165,9 @@ def _diff_device(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> No
                 acc.changed.append(OpMove(op, ea.policy.value, eb.policy.value, tag))
             elif ea.message != eb.message:
                 acc.messages.append(Change(op, ea.message, eb.message, tag))
+
+
+def _diff_dtypes(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> None:
     if a.default_dtype != b.default_dtype:
         acc.defaults.append(Change("default_dtype", a.default_dtype, b.default_dtype, tag))
     ua, ub = a.unsupported_dtype, b.unsupported_dtype
@@ -221,7 +257,7 @@ def diff_sides(a: Side, b: Side) -> SpecDiff:
     multi = not (a.single or b.single)
     acc = _Acc()
     for da, db in pairs:
-        _diff_device(da, db, da.device if multi else None, acc)
+        _diff_device(a, b, (da, db), da.device if multi else None, acc)
 
     rules: list[Change] = []
     tols: list[Change] = []
@@ -256,4 +292,6 @@ def diff_sides(a: Side, b: Side) -> SpecDiff:
         jit_limitations=tuple(lims),
         not_compared=tuple(not_compared),
         paired=tuple((x.device, y.device) for x, y in pairs),
+        not_observed=tuple(acc.not_observed),
+        notes=tuple(("a", n) for n in a.notes) + tuple(("b", n) for n in b.notes),
     )

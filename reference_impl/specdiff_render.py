@@ -13,7 +13,11 @@ def _with_device(d: dict[str, Any], device: str | None) -> dict[str, Any]:
 
 
 def to_data(d: SpecDiff) -> dict[str, Any]:
-    """The JSON shape (keep it stable): ``{"ops": {"added", "removed", "changed"}, ...}``."""
+    """The JSON shape (keep it stable): ``{"ops": {"added", "removed", "changed"}, ...}``.
+
+    Added later, beside those keys: ``ops.not_observed`` (``{"op", "side", "reason"}``,
+    side "a" or "b") and ``not_observed_notes`` (``{"side", "note"}``).
+    """
 
     def change(c: Change, name: str = "key") -> dict[str, Any]:
         return _with_device({name: c.key, "from": c.before, "to": c.after}, c.device)
@@ -28,6 +32,10 @@ def to_data(d: SpecDiff) -> dict[str, Any]:
             "changed": [
                 _with_device({"op": m.op, "from": m.before, "to": m.after}, m.device) for m in d.changed
             ],
+            "not_observed": [
+                _with_device({"op": u.op, "side": u.side, "reason": u.reason}, u.device)
+                for u in d.not_observed
+            ],
         },
         "banned_messages": [change(c, "op") for c in d.banned_messages],
         "defaults": [change(c, "field") for c in d.defaults],
@@ -40,6 +48,7 @@ def to_data(d: SpecDiff) -> dict[str, Any]:
         "tolerances": [change(c) for c in d.tolerances],
         "jit_limitations": [change(c, "id") for c in d.jit_limitations],
         "not_compared": list(d.not_compared),
+        "not_observed_notes": [{"side": side, "note": note} for side, note in d.notes],
     }
 
 
@@ -47,12 +56,14 @@ def to_json(d: SpecDiff) -> str:
     return json.dumps(to_data(d), indent=2)
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def _code(v: Any) -> str:
     if v is None:
         return "—"
-    text = json.dumps(v) if not isinstance(v, str) else v
-    text = text.replace("|", "\\|").replace("\n", " ")
-    return f"`{text}`"
+    return f"`{_cell(json.dumps(v) if not isinstance(v, str) else v)}`"
 
 
 def _dev(device: str | None) -> str:
@@ -62,8 +73,9 @@ def _dev(device: str | None) -> str:
 def to_markdown(d: SpecDiff) -> str:
     """A review comment: a summary line, then one table per kind of change."""
     lines = [f"### autocast spec diff: `{d.a}` → `{d.b}`", ""]
+    unseen = f"{len(d.not_observed)} ops not observed (not counted as differences)"
     if d.identical:
-        lines.append("No differences.")
+        lines.append(f"No differences; **{unseen}**." if d.not_observed else "No differences.")
     else:
         counts = [
             (len(d.added), "ops added"),
@@ -77,6 +89,8 @@ def to_markdown(d: SpecDiff) -> str:
             (len(d.jit_limitations), "JIT limitation changes"),
         ]
         lines.append("**" + ", ".join(f"{n} {what}" for n, what in counts if n) + "**")
+        if d.not_observed:
+            lines[-1] += f"; {unseen}"
     op_rows = (
         [f"| added | {_dev(e.device)}`{e.op}` | — | {e.policy} |" for e in d.added]
         + [f"| removed | {_dev(e.device)}`{e.op}` | {e.policy} | — |" for e in d.removed]
@@ -108,6 +122,19 @@ def to_markdown(d: SpecDiff) -> str:
     table("Rules", "field", rows(d.rules))
     table("Tolerances", "op/dtype", rows(d.tolerances))
     table("JIT limitations", "id", rows(d.jit_limitations))
+    label = {"a": d.a, "b": d.b}
+    if d.not_observed:
+        lines += [
+            "",
+            "**Not observed** (registered for autocast, but the side could not observe the policy; "
+            "neither added nor removed)",
+            "",
+            "| side | op | reason |",
+            "|---|---|---|",
+            *(f"| {label[u.side]} | {_dev(u.device)}`{u.op}` | {_cell(u.reason)} |" for u in d.not_observed),
+        ]
+    for side, note in d.notes:
+        lines += ["", f"_Not observed on {label[side]}: {note}._"]
     for note in d.not_compared:
         lines += ["", f"_Not compared: {note}._"]
     return "\n".join(lines) + "\n"

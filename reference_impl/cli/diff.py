@@ -88,13 +88,20 @@ def _device_file(path: Path) -> tuple[str, str] | None:
 
 
 def probe_side(device: str) -> Side:
-    """The live probe of ``device``, filled from the bundled spec the way ``probe`` fills it."""
+    """The live probe of ``device``, filled as ``probe`` fills it; what it could not observe is carried."""
     try:
         probed = probe_with_bundled(device)
     except ProbeError as e:
         raise UsageError(f"probe:{device}: {e}") from None
     label = f"probe:{device} (torch {probed.torch_version})"
-    return Side(label, {device: probed.spec}, None, single=True)
+    return Side(
+        label,
+        {device: probed.spec},
+        None,
+        single=True,
+        unobserved={device: dict(probed.unresolved)},
+        notes=tuple(probed.borrowed),
+    )
 
 
 def resolve_side(text: str, torch_version: str | None) -> Side:

@@ -51,8 +51,8 @@ class _TerminalProgress:
             sys.stderr.write(f"\r\033[Kprobed {self.device}: {len(probed.spec.ops)} ops in {seconds:.1f} s\n")
         for note in probed.borrowed:
             sys.stderr.write(f"note: not observed here: {note}\n")
-        for op in probed.unresolved:
-            sys.stderr.write(f"warning: no policy for {op} (left out of the spec)\n")
+        for op, why in probed.unresolved.items():
+            sys.stderr.write(f"warning: no policy for {op}: {why} (left out of the spec)\n")
 
 
 def run(args: argparse.Namespace) -> int:

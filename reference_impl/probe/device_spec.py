@@ -128,7 +128,7 @@ class ProbedDevice:
     torch_version: str
     observation: DeviceObservation
     borrowed: list[str] = field(default_factory=list)  # facts taken from the bundled spec, and why
-    unresolved: list[str] = field(default_factory=list)  # ops with no policy (neither observed nor borrowed)
+    unresolved: dict[str, str] = field(default_factory=dict)  # op -> why it has no policy (left out)
 
 
 def probe_device(
@@ -149,7 +149,7 @@ def probe_device(
     lower = torch.get_autocast_dtype(torch_device_type(device))
     obs = observe_device(device, key, lower, progress=progress)
     borrowed: list[str] = []
-    unresolved: list[str] = []
+    unresolved: dict[str, str] = {}
     ops: dict[str, OpPolicy] = {}
 
     parent = bundled.extends if bundled else None
@@ -184,7 +184,7 @@ def probe_device(
             ops[op] = OpPolicy(op, known.policy, loc, message=known.message, note=note)
         else:
             why = o.error if o is not None else obs.unobservable_reason
-            unresolved.append(f"{op}: {why or 'no cast observed'}")
+            unresolved[op] = why or "no cast observed"
 
     if facts is None:
         if bundled is None:
@@ -225,7 +225,7 @@ def probed_yaml(probed: ProbedDevice) -> str:
         "Each op is listed as the dispatcher names it, under the policy its Autocast kernel applies.",
     ]
     header += [f"NOT OBSERVED: {b}" for b in probed.borrowed]
-    header += [f"NO POLICY (left out): {u}" for u in probed.unresolved]
+    header += [f"NO POLICY (left out): {op}: {why}" for op, why in probed.unresolved.items()]
     ud = ds.unsupported_dtype
     return render_device_yaml(
         device=ds.device,
