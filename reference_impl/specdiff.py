@@ -2,14 +2,17 @@
 
 Pure functions: :func:`diff_sides` takes two :class:`Side` values (built by the
 ``diff`` command from a bundled device name, a spec path or a live probe) and
-returns a :class:`SpecDiff`; :func:`to_json` and :func:`to_markdown` render it.
+returns a :class:`SpecDiff`; :mod:`reference_impl.specdiff_render` renders it.
 Nothing here knows any op or policy: everything compared comes from the sides.
+
+An op a side registers but could not observe the policy of (a live probe's
+unresolved ops) is neither added, removed nor changed: it is listed in
+:attr:`SpecDiff.not_observed`, with the reason, and is not a difference.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,12 +27,17 @@ class Side:
     ``devices`` holds one device (a device comparison) or several (a whole-spec
     comparison, devices paired by name). ``spec`` supplies rules, tolerances and
     JIT limitations; it is None for a live probe, which observes only the device.
+    ``unobserved`` (device -> op -> reason) names the ops a live probe found
+    registered but could not observe the policy of; ``notes`` are the facts it
+    did not observe here and where it took them from.
     """
 
     label: str
     devices: Mapping[str, DeviceSpec]
     spec: Spec | None
     single: bool
+    unobserved: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def device(self) -> DeviceSpec:
@@ -49,6 +57,16 @@ class OpMove:
     op: str
     before: str
     after: str
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class Unobserved:
+    """An op ``side`` ("a" or "b") registers, whose policy it could not observe, and why."""
+
+    op: str
+    side: str
+    reason: str
     device: str | None = None
 
 
@@ -80,9 +98,12 @@ class SpecDiff:
     jit_limitations: tuple[Change, ...] = ()
     not_compared: tuple[str, ...] = ()
     paired: tuple[tuple[str, str], ...] = field(default=())
+    not_observed: tuple[Unobserved, ...] = ()  # not differences: see the module docstring
+    notes: tuple[tuple[str, str], ...] = ()  # (side, note): facts a side took from elsewhere
 
     @property
     def identical(self) -> bool:
+        """No difference in what both sides observed (ops not observed do not count)."""
         return not any(
             (
                 self.added,
@@ -119,10 +140,21 @@ class _Acc:
     defaults: list[Change] = field(default_factory=list)
     sup_added: list[Change] = field(default_factory=list)
     sup_removed: list[Change] = field(default_factory=list)
+    not_observed: list[Unobserved] = field(default_factory=list)
 
 
-def _diff_device(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> None:
-    for op in sorted(set(a.ops) | set(b.ops)):
+def _diff_device(a: Side, b: Side, pair: tuple[DeviceSpec, DeviceSpec], tag: str | None, acc: _Acc) -> None:
+    da, db = pair
+    hidden = {"a": a.unobserved.get(da.device, {}), "b": b.unobserved.get(db.device, {})}
+    for side, ops in hidden.items():
+        acc.not_observed += [Unobserved(op, side, why, tag) for op, why in sorted(ops.items())]
+    _diff_ops(da, db, set(hidden["a"]) | set(hidden["b"]), tag, acc)
+    _diff_dtypes(da, db, tag, acc)
+
+
+def _diff_ops(a: DeviceSpec, b: DeviceSpec, hidden: set[str], tag: str | None, acc: _Acc) -> None:
+    """Ops added, removed, moved; an op either side could not observe is not compared."""
+    for op in sorted((set(a.ops) | set(b.ops)) - hidden):
         ea, eb = a.ops.get(op), b.ops.get(op)
         if ea is None and eb is not None:
             acc.added.append(OpEntry(op, eb.policy.value, tag))
@@ -133,6 +165,9 @@ def _diff_device(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> No
                 acc.changed.append(OpMove(op, ea.policy.value, eb.policy.value, tag))
             elif ea.message != eb.message:
                 acc.messages.append(Change(op, ea.message, eb.message, tag))
+
+
+def _diff_dtypes(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> None:
     if a.default_dtype != b.default_dtype:
         acc.defaults.append(Change("default_dtype", a.default_dtype, b.default_dtype, tag))
     ua, ub = a.unsupported_dtype, b.unsupported_dtype
@@ -222,7 +257,7 @@ def diff_sides(a: Side, b: Side) -> SpecDiff:
     multi = not (a.single or b.single)
     acc = _Acc()
     for da, db in pairs:
-        _diff_device(da, db, da.device if multi else None, acc)
+        _diff_device(a, b, (da, db), da.device if multi else None, acc)
 
     rules: list[Change] = []
     tols: list[Change] = []
@@ -257,114 +292,6 @@ def diff_sides(a: Side, b: Side) -> SpecDiff:
         jit_limitations=tuple(lims),
         not_compared=tuple(not_compared),
         paired=tuple((x.device, y.device) for x, y in pairs),
+        not_observed=tuple(acc.not_observed),
+        notes=tuple(("a", n) for n in a.notes) + tuple(("b", n) for n in b.notes),
     )
-
-
-# ---------------------------------------------------------------------------
-# Rendering
-# ---------------------------------------------------------------------------
-
-
-def _with_device(d: dict[str, Any], device: str | None) -> dict[str, Any]:
-    return {"device": device, **d} if device is not None else d
-
-
-def to_data(d: SpecDiff) -> dict[str, Any]:
-    """The JSON shape (keep it stable): ``{"ops": {"added", "removed", "changed"}, ...}``."""
-
-    def change(c: Change, name: str = "key") -> dict[str, Any]:
-        return _with_device({name: c.key, "from": c.before, "to": c.after}, c.device)
-
-    return {
-        "a": d.a,
-        "b": d.b,
-        "identical": d.identical,
-        "ops": {
-            "added": [_with_device({"op": e.op, "policy": e.policy}, e.device) for e in d.added],
-            "removed": [_with_device({"op": e.op, "policy": e.policy}, e.device) for e in d.removed],
-            "changed": [
-                _with_device({"op": m.op, "from": m.before, "to": m.after}, m.device) for m in d.changed
-            ],
-        },
-        "banned_messages": [change(c, "op") for c in d.banned_messages],
-        "defaults": [change(c, "field") for c in d.defaults],
-        "supported_dtypes": {
-            "added": [_with_device({"dtype": c.key}, c.device) for c in d.supported_added],
-            "removed": [_with_device({"dtype": c.key}, c.device) for c in d.supported_removed],
-        },
-        "devices": {"added": list(d.devices_added), "removed": list(d.devices_removed)},
-        "rules": [change(c, "field") for c in d.rules],
-        "tolerances": [change(c) for c in d.tolerances],
-        "jit_limitations": [change(c, "id") for c in d.jit_limitations],
-        "not_compared": list(d.not_compared),
-    }
-
-
-def to_json(d: SpecDiff) -> str:
-    return json.dumps(to_data(d), indent=2)
-
-
-def _code(v: Any) -> str:
-    if v is None:
-        return "—"
-    text = json.dumps(v) if not isinstance(v, str) else v
-    text = text.replace("|", "\\|").replace("\n", " ")
-    return f"`{text}`"
-
-
-def _dev(device: str | None) -> str:
-    return f"{device}: " if device else ""
-
-
-def to_markdown(d: SpecDiff) -> str:
-    """A review comment: a summary line, then one table per kind of change."""
-    lines = [f"### autocast spec diff: `{d.a}` → `{d.b}`", ""]
-    if d.identical:
-        lines.append("No differences.")
-    else:
-        counts = [
-            (len(d.added), "ops added"),
-            (len(d.removed), "ops removed"),
-            (len(d.changed), "ops moved between policies"),
-            (len(d.defaults) + len(d.supported_added) + len(d.supported_removed), "dtype changes"),
-            (len(d.banned_messages), "banned-op messages changed"),
-            (len(d.devices_added) + len(d.devices_removed), "devices added/removed"),
-            (len(d.rules), "rule changes"),
-            (len(d.tolerances), "tolerance changes"),
-            (len(d.jit_limitations), "JIT limitation changes"),
-        ]
-        lines.append("**" + ", ".join(f"{n} {what}" for n, what in counts if n) + "**")
-    op_rows = (
-        [f"| added | {_dev(e.device)}`{e.op}` | — | {e.policy} |" for e in d.added]
-        + [f"| removed | {_dev(e.device)}`{e.op}` | {e.policy} | — |" for e in d.removed]
-        + [f"| moved | {_dev(m.device)}`{m.op}` | {m.before} | {m.after} |" for m in d.changed]
-    )
-    if op_rows:
-        lines += ["", "| change | op | before | after |", "|---|---|---|---|", *op_rows]
-
-    def table(title: str, head: str, rows: list[str]) -> None:
-        if rows:
-            lines.extend(["", f"**{title}**", "", f"| {head} | before | after |", "|---|---|---|", *rows])
-
-    def rows(changes: tuple[Change, ...]) -> list[str]:
-        return [f"| {_dev(c.device)}{c.key} | {_code(c.before)} | {_code(c.after)} |" for c in changes]
-
-    dtype_rows = (
-        rows(d.defaults)
-        + [f"| {_dev(c.device)}supported_dtypes | — | {_code(c.key)} |" for c in d.supported_added]
-        + [f"| {_dev(c.device)}supported_dtypes | {_code(c.key)} | — |" for c in d.supported_removed]
-    )
-    table("Dtypes", "field", dtype_rows)
-    table("Banned-op messages", "op", rows(d.banned_messages))
-    table(
-        "Devices",
-        "device",
-        [f"| {n} | — | present |" for n in d.devices_added]
-        + [f"| {n} | present | — |" for n in d.devices_removed],
-    )
-    table("Rules", "field", rows(d.rules))
-    table("Tolerances", "op/dtype", rows(d.tolerances))
-    table("JIT limitations", "id", rows(d.jit_limitations))
-    for note in d.not_compared:
-        lines += ["", f"_Not compared: {note}._"]
-    return "\n".join(lines) + "\n"

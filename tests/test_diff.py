@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reference_impl.cli import diff as diff_cmd
 from reference_impl.cli.main import main
-from reference_impl.spec.loader import bundled_spec_dir
+from reference_impl.probe import bundled, device_spec
+from reference_impl.probe.observe import DeviceObservation
+from reference_impl.spec.loader import (
+    bundled_spec_dir,
+    device_torch_ranges,
+    load_spec,
+    nearest_covered_version,
+)
 from reference_impl.spec.model import Spec
 
 
@@ -25,7 +34,7 @@ def test_cuda_xpu_differ_by_exactly_the_cudnn_ops(capsys: pytest.CaptureFixture[
         {"op": op, "policy": cuda.ops[op].policy.value} for op in sorted(set(cuda.ops) - set(xpu.ops))
     ]
     assert len(expected) == 2 and all("cudnn" in e["op"] for e in expected)
-    assert data["ops"] == {"added": [], "removed": expected, "changed": []}
+    assert data["ops"] == {"added": [], "removed": expected, "changed": [], "not_observed": []}
 
 
 def test_cpu_cuda_lists_the_cross_device_differences(capsys: pytest.CaptureFixture[str], spec: Spec) -> None:
@@ -55,7 +64,8 @@ def test_identical_sides_and_exit_code(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "cuda", "mps")
-    assert set(data["ops"]) == {"added", "removed", "changed"}
+    assert set(data["ops"]) == {"added", "removed", "changed", "not_observed"}
+    assert data["ops"]["not_observed"] == [] and data["not_observed_notes"] == []
     for e in data["ops"]["added"] + data["ops"]["removed"]:
         assert set(e) == {"op", "policy"}
     for e in data["ops"]["changed"]:
@@ -123,3 +133,50 @@ def test_invalid_spec_on_either_side(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert main(["diff", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert "bad.yaml" in err and "\n" not in err, err
+
+
+def test_unobserved_ops_are_not_reported_as_removed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], spec: Spec
+) -> None:
+    """A probe that cannot observe some ops' policies lists them as not observed, not as removed."""
+    real = device_spec.observe_device
+    hidden: list[str] = []
+
+    def half_blind(device: str, *args: Any, **kwargs: Any) -> DeviceObservation:
+        obs = real(device, *args, **kwargs)
+        hidden[:] = sorted(obs.observations)[:3]
+        for op in hidden:
+            obs.observations[op] = replace(obs.observations[op], policy=None, error="simulated: unobservable")
+        return obs
+
+    monkeypatch.setattr(device_spec, "observe_device", half_blind)
+    assert main(["diff", "cpu", "probe:cpu", "--format", "json", "--exit-code"]) == 0  # not drift
+    data = json.loads(capsys.readouterr().out)
+    assert len(hidden) == 3 and set(hidden) <= set(spec.devices["cpu"].ops)
+    assert data["identical"] and data["ops"]["removed"] == [] and data["ops"]["added"] == []
+    assert data["ops"]["not_observed"] == [
+        {"op": op, "side": "b", "reason": "simulated: unobservable"} for op in hidden
+    ]
+    assert main(["diff", "probe:cpu", "cpu"]) == 0
+    text = capsys.readouterr().out
+    assert "**Not observed**" in text and "| removed |" not in text and "| added |" not in text
+    assert all(f"`{op}` | simulated: unobservable |" in text for op in hidden)
+
+
+def test_probe_side_borrows_from_the_nearest_covered_spec(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A torch no bundled spec covers: the probe borrows from the nearest covered release, and says so."""
+    monkeypatch.setattr(bundled, "installed_torch_version", lambda: "2.99.0")
+    near = nearest_covered_version(device_torch_ranges(), "2.99.0")
+    assert near is not None
+    found = bundled.bundled_device("cuda")
+    assert found is not None and found.torch_version == near
+    assert found.spec == load_spec(torch_version=near, check_registry=False).devices["cuda"]
+    assert f"torch {near}" in found.source and "2.99.0" in found.source
+    # CUDA's dtype rules cannot be observed without a GPU: they come from that release's spec
+    assert main(["diff", f"cuda@{near}", "probe:cuda", "--format", "json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["not_observed_notes"]
+    assert any(n["side"] == "b" and f"torch {near}" in n["note"] for n in notes), notes
+    assert main(["probe", "--device", "cuda", "--policy-only"]) == 0
+    assert f"bundled spec for torch {near}" in capsys.readouterr().err

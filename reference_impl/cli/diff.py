@@ -17,12 +17,14 @@ import argparse
 import re
 from pathlib import Path
 
-from ..probe.device_spec import ProbeError, probe_device
+from ..probe.bundled import probe_with_bundled
+from ..probe.device_spec import ProbeError
 from ..spec.loader import load_spec, nearest_covered_version
 from ..spec.model import Spec
 from ..spec.problems import SpecError, SpecProblem
 from ..spec.yaml_source import read_yaml
-from ..specdiff import PairingError, Side, SpecDiff, diff_sides, to_json, to_markdown
+from ..specdiff import PairingError, Side, SpecDiff, diff_sides
+from ..specdiff_render import to_json, to_markdown
 from ..torch_registry import installed_torch_version, parse_release
 from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
 
@@ -85,21 +87,21 @@ def _device_file(path: Path) -> tuple[str, str] | None:
     return None
 
 
-def probe_side(device: str, base: Spec | None) -> Side:
-    bundled = base.devices.get(device) if base else None
+def probe_side(device: str) -> Side:
+    """The live probe of ``device``, filled as ``probe`` fills it; what it could not observe is carried."""
     try:
-        probed = probe_device(device, bundled)
+        probed = probe_with_bundled(device)
     except ProbeError as e:
         raise UsageError(f"probe:{device}: {e}") from None
     label = f"probe:{device} (torch {probed.torch_version})"
-    return Side(label, {device: probed.spec}, None, single=True)
-
-
-def _bundled_or_none(version: str) -> Spec | None:
-    try:
-        return load_spec(torch_version=version, check_registry=False)
-    except SpecError:
-        return None
+    return Side(
+        label,
+        {device: probed.spec},
+        None,
+        single=True,
+        unobserved={device: dict(probed.unresolved)},
+        notes=tuple(probed.borrowed),
+    )
 
 
 def resolve_side(text: str, torch_version: str | None) -> Side:
@@ -108,7 +110,7 @@ def resolve_side(text: str, torch_version: str | None) -> Side:
         device = text.removeprefix("probe:")
         if not device:
             raise UsageError(f"{text!r}: name the device to probe, e.g. probe:cuda")
-        return probe_side(device, _bundled_or_none(installed_torch_version()))
+        return probe_side(device)
     m = _VERSION_SUFFIX.match(text)
     base = m.group("base") if m else text
     asked = (m.group("version") if m else None) or torch_version

@@ -8,11 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..probe.device_spec import ProbedDevice, ProbeError, probe_device, probed_data, probed_yaml
-from ..spec.loader import device_torch_ranges, load_spec, nearest_covered_version
-from ..spec.model import DeviceSpec
-from ..spec.problems import SpecError
-from ..torch_registry import installed_torch_version
+from ..probe.bundled import probe_with_bundled
+from ..probe.device_spec import ProbedDevice, ProbeError, probed_data, probed_yaml
 from .common import EXIT_OK, UsageError, write_out
 
 
@@ -37,20 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def bundled_device(device: str) -> DeviceSpec | None:
-    """The bundled spec's entry for ``device`` (installed torch, else the nearest covered version)."""
-    try:
-        return load_spec(check_registry=False).devices.get(device)
-    except SpecError:
-        near = nearest_covered_version(device_torch_ranges(), installed_torch_version())
-    if near is None:
-        return None
-    try:
-        return load_spec(torch_version=near, check_registry=False).devices.get(device)
-    except SpecError:
-        return None
-
-
 class _TerminalProgress:
     """One rewritten status line on stderr, only when stderr is a terminal."""
 
@@ -68,15 +51,15 @@ class _TerminalProgress:
             sys.stderr.write(f"\r\033[Kprobed {self.device}: {len(probed.spec.ops)} ops in {seconds:.1f} s\n")
         for note in probed.borrowed:
             sys.stderr.write(f"note: not observed here: {note}\n")
-        for op in probed.unresolved:
-            sys.stderr.write(f"warning: no policy for {op} (left out of the spec)\n")
+        for op, why in probed.unresolved.items():
+            sys.stderr.write(f"warning: no policy for {op}: {why} (left out of the spec)\n")
 
 
 def run(args: argparse.Namespace) -> int:
     progress = _TerminalProgress(args.device)
     start = time.perf_counter()
     try:
-        probed = probe_device(args.device, bundled_device(args.device), progress=progress)
+        probed = probe_with_bundled(args.device, progress=progress)
     except ProbeError as e:
         raise UsageError(f"--device {args.device}: {e}") from None
     progress.done(probed, time.perf_counter() - start)

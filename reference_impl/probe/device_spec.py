@@ -128,15 +128,19 @@ class ProbedDevice:
     torch_version: str
     observation: DeviceObservation
     borrowed: list[str] = field(default_factory=list)  # facts taken from the bundled spec, and why
-    unresolved: list[str] = field(default_factory=list)  # ops with no policy (neither observed nor borrowed)
+    unresolved: dict[str, str] = field(default_factory=dict)  # op -> why it has no policy (left out)
 
 
 def probe_device(
     device: str,
     bundled: DeviceSpec | None = None,
     progress: Progress | None = None,
+    bundled_from: str = "the bundled spec",
 ) -> ProbedDevice:
-    """Probe ``device`` in the installed torch. ``bundled`` fills what cannot be observed here."""
+    """Probe ``device`` in the installed torch. ``bundled`` fills what cannot be observed here.
+
+    ``bundled_from`` names ``bundled`` in the notes (which release it was read for).
+    """
     check_probeable(device)
     key = bundled.dispatch_key if bundled else dispatch_key_for(device)
     version = installed_torch_version()
@@ -145,7 +149,7 @@ def probe_device(
     lower = torch.get_autocast_dtype(torch_device_type(device))
     obs = observe_device(device, key, lower, progress=progress)
     borrowed: list[str] = []
-    unresolved: list[str] = []
+    unresolved: dict[str, str] = {}
     ops: dict[str, OpPolicy] = {}
 
     parent = bundled.extends if bundled else None
@@ -158,12 +162,12 @@ def probe_device(
         source = (
             f"each registered op's policy is observed on {parent}, the device it extends"
             if stand_in
-            else "taken from the bundled spec"
+            else f"taken from {bundled_from}"
             if bundled
             else "no bundled spec to take them from"
         )
         borrowed.append(f"op policies: {obs.unobservable_reason}; {source}")
-    note = f"not observed: policy observed on {parent}" if stand_in else "not observed: from the bundled spec"
+    note = f"not observed: policy observed on {parent}" if stand_in else f"not observed: from {bundled_from}"
     for op in sorted(obs.registered):
         o = obs.observations.get(op)
         if o is not None and o.policy is Policy.BANNED and "INTERNAL ASSERT" in (o.message or ""):
@@ -180,12 +184,12 @@ def probe_device(
             ops[op] = OpPolicy(op, known.policy, loc, message=known.message, note=note)
         else:
             why = o.error if o is not None else obs.unobservable_reason
-            unresolved.append(f"{op}: {why or 'no cast observed'}")
+            unresolved[op] = why or "no cast observed"
 
     if facts is None:
         if bundled is None:
             raise ProbeError(f"{device}: {facts_reason}, and no bundled spec gives its dtypes")
-        borrowed.append(f"dtype defaults and rules: {facts_reason}; taken from the bundled spec")
+        borrowed.append(f"dtype defaults and rules: {facts_reason}; taken from {bundled_from}")
         facts = DtypeFacts(bundled.default_dtype, bundled.supported_dtypes, bundled.unsupported_dtype)
     rule = facts.unsupported_dtype
     if rule is not None and rule.action == "accepted" and not rule.message:
@@ -221,7 +225,7 @@ def probed_yaml(probed: ProbedDevice) -> str:
         "Each op is listed as the dispatcher names it, under the policy its Autocast kernel applies.",
     ]
     header += [f"NOT OBSERVED: {b}" for b in probed.borrowed]
-    header += [f"NO POLICY (left out): {u}" for u in probed.unresolved]
+    header += [f"NO POLICY (left out): {op}: {why}" for op, why in probed.unresolved.items()]
     ud = ds.unsupported_dtype
     return render_device_yaml(
         device=ds.device,
