@@ -102,6 +102,17 @@ def _info(target: Target, op: str) -> OpInfo | None:
     return info if info is not None and info.samples and op_exists(op) else None
 
 
+def device_needed(target: Target, op: str) -> str | None:
+    """Why ``op`` cannot be called here at all: its Autocast kernel needs the absent device."""
+    info = target.spec.op_info(op)
+    if info is None or not info.needs_device or not target.policy_only:
+        return None
+    return (
+        f"{op}: its Autocast kernel calls the device runtime (needs_device at {info.loc}); "
+        f"it needs a real {target.device} device"
+    )
+
+
 def op_policy(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:

@@ -78,15 +78,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _device_skip(target: Target, case: gen.Case) -> list[Any]:
     """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent."""
-    info = target.spec.op_info(case.op) if case.op else None
-    if info is None or not info.needs_device or not target.policy_only or case.category == "registration":
-        return []
-    return [
-        pytest.mark.skip(
-            reason=f"{case.op}: its Autocast kernel calls the device runtime "
-            f"(needs_device at {info.loc}); it needs a real {target.device} device"
-        )
-    ]
+    why = gen.device_needed(target, case.op) if case.op and case.category != "registration" else None
+    return [pytest.mark.skip(reason=why)] if why else []
 
 
 def _absent_params(target: Target, category: str) -> list[Any]:
