@@ -246,6 +246,7 @@ class Divergence:
     observed: str  # what the mode gives: an output dtype name, or "error"
     reason: str
     inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
+    condition: str | None = None  # what the divergence depends on (the host, a library), in words
 
 
 @dataclass(frozen=True)
