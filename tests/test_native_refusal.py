@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -43,29 +44,42 @@ DECLARED = (
 )
 
 
+def _run_planted(
+    tmp_path: Path, plugin: str, modes: tuple[str, ...], *args: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The cpu suite in ``modes`` with ``plugin`` (a module's source) loaded by ``-p``; its JUnit XML."""
+    (tmp_path / "planted_kernel.py").write_text(textwrap.dedent(plugin))
+    xml = tmp_path / "out.xml"
+    p = run_suite(
+        "--backend",
+        "cpu",
+        *(a for m in modes for a in ("--mode", m)),
+        *args,
+        "-p",
+        "planted_kernel",
+        f"--junitxml={xml}",
+        env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    return p, xml
+
+
 def test_native_refusal_is_skipped_with_the_reason_in_eager_and_every_mode(tmp_path: Path) -> None:
-    (tmp_path / "refusing_kernel.py").write_text(textwrap.dedent(REFUSING))
     spec = tmp_path / "spec"
     shutil.copytree(ROOT / "spec", spec)
     jit = spec / "jit.yaml"
     text = jit.read_text()
     assert text.rstrip().splitlines()[-1].startswith("    - {op:"), "mode_divergences.compile ends jit.yaml"
     jit.write_text(text.rstrip("\n") + "\n" + DECLARED)
-    xml = tmp_path / "out.xml"
-    p = run_suite(
-        "--backend",
-        "cpu",
+    p, xml = _run_planted(
+        tmp_path,
+        REFUSING,
+        ("eager", *MODES),
         "--spec",
         str(spec),
-        *(a for m in ("eager", *MODES) for a in ("--mode", m)),
         "-m",
         "op_policy or numerics or mode_check",
         "-k",
         f"{OP}] or {OP}-",
-        "-p",
-        "refusing_kernel",
-        f"--junitxml={xml}",
-        env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
     )
     got = outcomes(xml)
     reasons = skip_reasons(xml)
@@ -101,21 +115,7 @@ _LIB.impl("mm", _mm, "AutocastCPU")
 
 def test_eager_autocast_failing_where_the_kernel_runs_is_a_failure_in_every_mode(tmp_path: Path) -> None:
     """The refusal is decided honestly: the raw call runs, so eager autocast itself failed."""
-    (tmp_path / "broken_autocast.py").write_text(textwrap.dedent(BROKEN_AUTOCAST))
-    xml = tmp_path / "out.xml"
-    p = run_suite(
-        "--backend",
-        "cpu",
-        *(a for m in MODES for a in ("--mode", m)),
-        "-m",
-        "mode_check",
-        "-k",
-        f"{OP}-",
-        "-p",
-        "broken_autocast",
-        f"--junitxml={xml}",
-        env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
-    )
+    p, xml = _run_planted(tmp_path, BROKEN_AUTOCAST, MODES, "-m", "mode_check", "-k", f"{OP}-")
     got = outcomes(xml)
     assert len(got) == 2 * len(MODES) and set(got.values()) == {"failure"}, f"{got}\n{summary(p)}"
     assert "eager autocast itself fails" in p.stdout, summary(p)
