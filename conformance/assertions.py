@@ -17,6 +17,7 @@ from reference_impl.samples import Materialized, dtype_name
 from reference_impl.spec.model import Tolerance
 
 from .cases import Case
+from .refusal import error_text, skip_if_refused
 from .runner import Outcome
 
 
@@ -103,13 +104,6 @@ def fail(
     )
 
 
-def _error_text(e: BaseException | None) -> str:
-    if e is None:
-        return "no error"
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {first[:300]}"
-
-
 def assert_same_dtypes(
     case: Case,
     native: Outcome,
@@ -127,19 +121,16 @@ def assert_same_dtypes(
     both_raised = expected.error is not None and native.error is not None
     if both_raise_ok and both_raised and type(native.error) is type(expected.error):
         return
-    if both_raised and _error_text(native.error) == _error_text(expected.error):
-        # The kernel refuses the dtype the policy picked, natively and in the
-        # reference alike: nothing about autocast can be checked here.
-        pytest.skip(
-            f"the kernel refuses these inputs natively and in the reference: {_error_text(native.error)}"
-        )
+    # The kernel refuses the dtype the policy picked, natively and in the reference
+    # alike (possibly only on this host): nothing about autocast can be checked here.
+    skip_if_refused(native.error, expected)
     if expected.error is not None:
         fail(
             case,
             "the reference could not run this sample (fix the op catalog)",
             m,
             entry,
-            reference_error=_error_text(expected.error),
+            reference_error=error_text(expected.error),
         )
     if native.error is not None:
         fail(
@@ -148,7 +139,7 @@ def assert_same_dtypes(
             m,
             entry,
             expected=expected.dtypes,
-            observed=_error_text(native.error),
+            observed=error_text(native.error),
             plan=plan,
         )
     # The aten op is compared output by output; another entry point (which may
@@ -245,7 +236,7 @@ def assert_untouched(
             f"the call never reached {entry} below Autocast",
             m,
             entry,
-            error=_error_text(error),
+            error=error_text(error),
             why=why,
         )
         return

@@ -347,18 +347,19 @@ def judge(
 ) -> Verdict:
     """Pure decision: does ``observed`` (the mode's label) agree with eager, or diverge as declared?"""
     where = f"{mode} {op} (autocast {dtype}, {inputs} inputs)"
+    when = f" [condition: {declared.condition}]" if declared is not None and declared.condition else ""
     if observed == eager:
         if declared is not None:
             return Verdict(
                 "stale",
-                f"{where}: spec/jit.yaml declares a divergence ({declared.observed}) but the mode now "
-                f"agrees with eager ({eager}); remove the entry from mode_divergences.{mode}",
+                f"{where}: spec/jit.yaml declares a divergence ({declared.observed}){when} but the mode "
+                f"now agrees with eager ({eager}); remove the entry from mode_divergences.{mode}",
             )
         return Verdict("same", f"{where}: {eager}")
     if declared is not None and declared.observed_under(dtype) == observed:
-        return Verdict("declared", f"{where}: {observed} instead of eager {eager}: {declared.reason}")
+        return Verdict("declared", f"{where}: {observed} instead of eager {eager}: {declared.reason}{when}")
     hint = (
-        f"declared as {declared.observed_under(dtype)!r}, observed {observed!r}"
+        f"declared as {declared.observed_under(dtype)!r}{when}, observed {observed!r}"
         if declared is not None
         else f"undeclared: add to spec/jit.yaml mode_divergences.{mode}: "
         f"{{op: {op}, dtype: {dtype}, inputs: {inputs}, observed: {observed}, reason: ...}}"

@@ -4,7 +4,9 @@ Each op's first sample runs under autocast eagerly and through the mode (with fl
 inputs and with inputs already in the autocast dtype). Output dtypes must agree, or the
 difference must be declared in spec/jit.yaml ``mode_divergences`` (then the test is an
 xfail with the reason and is counted in the terminal summary). An undeclared difference,
-or a declaration that no longer diverges, fails. Deselected when only eager is chosen.
+or a declaration that no longer diverges, fails. Where eager autocast raises because the
+kernel refuses the inputs natively on this host (conformance/refusal.py), the test is
+skipped with the reason in every mode. Deselected when only eager is chosen.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from typing import Any
 import pytest
 import torch
 
-from conformance import modes
+from conformance import modes, refusal
 from conformance.plugin import target_of
 from conformance.target import Target
-from reference_impl.samples import dtype_of, materialize, output_tensors
+from reference_impl.samples import Materialized, dtype_of, materialize, output_tensors
 
 pytestmark = [pytest.mark.jit, pytest.mark.mode_check]
 
@@ -40,11 +42,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("mode_case", cases)
 
 
-def _run(mode: str, target: Target, op: str, dtype: str, inputs: str, backend: str) -> Any:
+def _inputs(target: Target, op: str, dtype: str, inputs: str) -> Materialized:
     info = target.spec.op_info(op)
     assert info is not None
     float_dtype = torch.float32 if inputs == "float32" else dtype_of(dtype)
-    m = materialize(info.samples[0], float_dtype, target.device)
+    return materialize(info.samples[0], float_dtype, target.device)
+
+
+def _run(mode: str, target: Target, op: str, dtype: str, inputs: str, backend: str) -> Any:
+    m = _inputs(target, op, dtype, inputs)
     try:
         return modes.run_in_mode(
             mode, op, m.args, m.kwargs, device=target.device, dtype=dtype_of(dtype), backend=backend
@@ -65,6 +71,8 @@ def test_mode_matches_eager(
         pytest.skip("--policy-only: script/trace/compile need the backend's kernels")
     backend = modes.compile_backend(request.config)
     eager = _run("eager", target, op, dtype, inputs, backend)
+    if isinstance(eager, BaseException):
+        _when_eager_raised(target, mode_case, eager)
     got = _run(mode, target, op, dtype, inputs, backend)
     verdict = modes.judge(
         mode,
@@ -98,6 +106,24 @@ def test_mode_matches_eager(
                     + _repro(mode, op, dtype, inputs)
                 ),
             )
+
+
+def _when_eager_raised(target: Target, mode_case: tuple[str, str, str, str], eager: BaseException) -> None:
+    """Skip where the kernel refuses natively on this host; fail where eager autocast itself fails.
+
+    Otherwise (the raw call raises something else, e.g. autocast refuses the call by
+    policy) the mode is judged against eager's error as usual.
+    """
+    mode, op, dtype, inputs = mode_case
+    raw = refusal.raw_call(target, dtype_of(dtype), op, _inputs(target, op, dtype, inputs))
+    refusal.skip_if_refused(eager, raw)
+    if raw.error is None:
+        pytest.fail(
+            f"{mode} {op} (autocast {dtype}, {inputs} inputs): eager autocast raised "
+            f"({refusal.error_text(eager)}) but the call without autocast on the reference's cast "
+            f"inputs runs: eager autocast itself fails\n  {_repro(mode, op, dtype, inputs)}",
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("outer", ["off", "float16"])

@@ -11,6 +11,7 @@ tampering. The real suite is certified in test_vendor_npu.py and test_wheel_inst
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from conformance.certify.expectations import (
     stale_entries,
     status_of,
 )
+from conformance.certify.host import host_cpu
 from conformance.certify.plugin import worker_args
 from reference_impl.cli.main import main as cli_main
 from reference_impl.spec.problems import SpecError
@@ -107,6 +109,47 @@ def test_status_table() -> None:
     assert exp.for_test("w", "cuda") is None, "a waiver covers only its devices"
 
 
+def test_a_suite_skip_keeps_its_reason() -> None:
+    skipped = Failure(("Skipped",), "not applicable on this host: the kernel refuses these inputs natively")
+    assert status_of("skipped", None, skipped) == (
+        "skip",
+        "skipped by the suite: not applicable on this host: the kernel refuses these inputs natively",
+    )
+    assert status_of("skipped", None) == ("skip", "skipped by the suite")
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Example CPU
+flags\t\t: fpu sse4_2 avx avx2 fma f16c avx512f avx512_bf16 amx_tile amx_bf16 ht
+
+processor\t: 1
+model name\t: another
+"""
+
+
+def test_host_cpu_records_model_flags_capability_and_isa_caps(tmp_path: Path) -> None:
+    info = write(tmp_path / "cpuinfo", CPUINFO)
+    env = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "HOME": "/x"}
+    cpu = host_cpu(lambda: "AVX2", info, env)
+    assert cpu["model"] == "Intel(R) Xeon(R) Example CPU"
+    want = "sse4_2 avx avx2 fma f16c avx512f avx512_bf16 amx_tile amx_bf16"
+    assert cpu["isa_flags"] == want.split(), "the relevant flags, in a fixed order; 'ht' and 'fpu' left out"
+    assert cpu["torch_cpu_capability"] == "AVX2"
+    assert cpu["isa_env"] == {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+
+
+def test_host_cpu_without_proc_cpuinfo_records_what_is_known(tmp_path: Path) -> None:
+    def no_capability() -> str:
+        raise AttributeError("get_cpu_capability")
+
+    cpu = host_cpu(no_capability, tmp_path / "absent", {})
+    assert cpu["model"] is None and cpu["isa_flags"] is None and "unavailable" in cpu["source"]
+    assert cpu["machine"] == platform.machine() and cpu["isa_env"] == {}
+    assert cpu["torch_cpu_capability"] == "unavailable (AttributeError)"
+    json.dumps(cpu)  # it goes into environment.json
+
+
 def load_expectations_text(entries: str, tmp: Path | None = None) -> Expectations:
     import tempfile
 
@@ -176,6 +219,9 @@ def test_wrong_exc(): raise ValueError("something else")
 @pytest.mark.op_policy
 def test_xpass(): pass
 
+@pytest.mark.op_policy
+def test_refused(): pytest.skip("not applicable on this host: the kernel refuses these inputs natively")
+
 @pytest.mark.numerics
 def test_waived(): assert False, "off by 2 ulp"
 
@@ -209,6 +255,7 @@ EXPECTED = {
     "test_syn.py::test_policy[b]": "xfail",
     "test_syn.py::test_wrong_exc": "fail",
     "test_syn.py::test_xpass": "unexpected-pass",
+    "test_syn.py::test_refused": "skip",
     "test_syn.py::test_waived": "waived",
     "test_syn.py::test_not_supported": "not-supported",
     "test_syn.py::test_crash": "crash",
@@ -237,8 +284,11 @@ def syn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
 
 def test_every_status_is_recorded(syn: tuple[Path, Run]) -> None:
     d, cert = syn
-    got = {t: r["status"] for t, r in results(d / "out").items()}
+    rs = results(d / "out")
+    got = {t: r["status"] for t, r in rs.items()}
     assert got == EXPECTED, cert.repro()
+    note = rs["test_syn.py::test_refused"]["note"]
+    assert "not applicable on this host: the kernel refuses" in note, "a suite skip keeps its reason"
     assert cert.rc == 1, cert.repro()
     meta = certification(d / "out")
     assert meta["workers"] == 3, "one worker, then one after the crash, one after the hang"
@@ -263,6 +313,11 @@ def test_bundle_files(syn: tuple[Path, Run]) -> None:
     assert B.manifest_problems(out) == []
     env = json.loads((out / B.ENVIRONMENT).read_text())
     assert env["torch"]["version"] and env["python"] and env["os"]
+    cpu = env["host_cpu"]  # two verdicts are comparable only with the CPU each ran on
+    assert {"model", "isa_flags", "torch_cpu_capability", "isa_env", "machine", "source"} <= set(cpu), cpu
+    assert cpu["torch_cpu_capability"] and not cpu["torch_cpu_capability"].startswith("unavailable"), cpu
+    if Path("/proc/cpuinfo").is_file():
+        assert cpu["model"] and isinstance(cpu["isa_flags"], list), cpu
     junit = (out / B.JUNIT).read_text()
     assert junit.count("<testcase") == len(EXPECTED) and 'type="crash"' in junit
     summary = (out / B.SUMMARY).read_text()
@@ -279,7 +334,7 @@ def test_verify_says_not_conformant(syn: tuple[Path, Run]) -> None:
     v = verify(d / "out", d)
     assert v.rc == 1, v.repro()
     assert "verdict: NOT conformant" in v.out and "1 crash" in v.out and "1 timeout" in v.out, v.out
-    assert "test list regenerated from the spec: 10 tests" in v.out, v.out
+    assert f"test list regenerated from the spec: {len(EXPECTED)} tests" in v.out, v.out
 
 
 def test_verify_catches_tampering(syn: tuple[Path, Run], tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,22 @@ DECL = Divergence("aten::mm", "bfloat16", "float32", "test", "float32")
 def test_judge(eager: str, observed: str, declared: Divergence | None, status: str) -> None:
     verdict = modes.judge("script", "aten::mm", "bfloat16", "float32", eager, observed, declared)
     assert verdict.status == status, verdict.detail
+
+
+@pytest.mark.parametrize(("observed", "status"), [("float32", "declared"), ("error", "undeclared")])
+def test_judge_shows_the_condition_a_divergence_depends_on(observed: str, status: str) -> None:
+    declared = replace(DECL, condition="the host CPU has AVX-512")
+    verdict = modes.judge("compile", "aten::mm", "bfloat16", "float32", "bfloat16", observed, declared)
+    assert verdict.status == status and "condition: the host CPU has AVX-512" in verdict.detail, verdict
+    stale = modes.judge("compile", "aten::mm", "bfloat16", "float32", "error", "error", declared)
+    assert stale.status == "stale" and "the host CPU has AVX-512" in stale.detail, stale
+    assert "condition" not in modes.judge("compile", "aten::mm", "bfloat16", "float32", "b", "f", DECL).detail
+
+
+def test_declared_conditions_load(spec: Spec) -> None:
+    """spec/jit.yaml's optional ``condition`` reaches the model (the schema admits it)."""
+    conditions = [d.condition for m in spec.mode_divergences.values() for d in m.divergences if d.condition]
+    assert conditions and all(isinstance(c, str) and c.strip() for c in conditions)
 
 
 def test_classify_outcomes() -> None:

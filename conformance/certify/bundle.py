@@ -6,7 +6,7 @@ Layout of DIR::
     results.json         every test: stable id, status, category, policy, op, note
     collected.json       the test ids collected at certification time, with categories
     certification.json   suite version, spec hash, options, counts, verdict, stale entries
-    environment.json     torch version and build, device, driver, Python, OS
+    environment.json     torch version and build, device, driver, Python, OS, host CPU and ISA
     junit.xml            the same results for CI tools
     summary.md           counts per category and per policy
     expectations.yaml    a copy of the expectations file (when one was given)
@@ -33,6 +33,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from .expectations import FAILING, STATUSES, Expectations
+from .host import host_cpu
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -158,6 +159,7 @@ def environment(device: str | None) -> dict[str, Any]:
             "build_config": _safe(lambda: torch.__config__.show()),
         },
         "device": {"type": device},
+        "host_cpu": host_cpu(lambda: torch.backends.cpu.get_cpu_capability()),
     }
     if device:
         mod: Any = getattr(torch, device, None)

@@ -274,7 +274,10 @@ def status_of(
     if kind == "not-supported":
         return "not-supported", expectation.reason if expectation else ""
     if outcome == "skipped":
-        return ("xfail", "suite xfail") if suite_xfail else ("skip", "skipped by the suite")
+        if suite_xfail:
+            return "xfail", "suite xfail"
+        why = f": {failure.text.strip()[:300]}" if failure is not None and failure.text.strip() else ""
+        return "skip", "skipped by the suite" + why  # with the suite's reason (e.g. a native refusal)
     if kind == "xfail":
         assert expectation is not None and expectation.error is not None
         if outcome == "passed":

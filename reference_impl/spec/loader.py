@@ -427,7 +427,9 @@ def _build_rules(doc: YamlDocument) -> Rules:
 
 
 def _divergence(d: Mapping[str, Any]) -> Divergence:
-    return Divergence(d["op"], d.get("dtype"), d["observed"], d["reason"], d.get("inputs", "float32"))
+    return Divergence(
+        d["op"], d.get("dtype"), d["observed"], d["reason"], d.get("inputs", "float32"), d.get("condition")
+    )
 
 
 def _build_jit(

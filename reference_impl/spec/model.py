@@ -247,6 +247,7 @@ class Divergence:
     observed: str  # what the mode gives: output dtype names ("lower": the autocast dtype), or "error"
     reason: str
     inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
+    condition: str | None = None  # what the divergence depends on (the host, a library), in words
 
     def observed_under(self, dtype: str) -> str:
         """``observed`` for autocast to ``dtype``: each ``lower`` stands for that dtype."""

@@ -1,0 +1,58 @@
+"""Kernels that refuse their inputs natively on this host: not applicable here, never a failure.
+
+Which inputs a kernel accepts can depend on the host, not on autocast: oneDNN builds
+its bfloat16 LSTM primitive only on CPUs with AVX-512 or newer, so an AVX2 machine
+refuses the same call that another machine runs. The verdict must not depend on that.
+
+When eager autocast raises, the same call is made without autocast on the inputs the
+reference's cast plan produces (the oracle: the plan's casts applied explicitly, the
+kernel called below every Autocast key). If that raw call raises the same error, the
+kernel refuses natively and nothing about autocast can be checked: the test is skipped
+with the reason, in eager and in every mode alike. If the raw call runs, eager autocast
+itself failed, and that is for the caller to report.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from reference_impl.samples import Materialized
+
+from .runner import Outcome, run_oracle
+from .target import Target
+
+
+def error_text(e: BaseException | None) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    if e is None:
+        return "no error"
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first[:300]}"
+
+
+def refusal(autocast_error: BaseException | None, raw: Outcome) -> str | None:
+    """The skip reason when ``autocast_error`` is the kernel's own refusal, else None.
+
+    ``raw``: the call without autocast on the cast plan's inputs (:func:`raw_call`).
+    """
+    if autocast_error is None or raw.error is None:
+        return None
+    if error_text(autocast_error) != error_text(raw.error):
+        return None
+    return (
+        "not applicable on this host: the kernel refuses these inputs natively (under autocast "
+        f"and without it, on the reference's cast inputs): {error_text(raw.error)}"
+    )
+
+
+def skip_if_refused(autocast_error: BaseException | None, raw: Outcome) -> None:
+    """``pytest.skip`` with the reason when the kernel refuses natively (see :func:`refusal`)."""
+    reason = refusal(autocast_error, raw)
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def raw_call(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Outcome:
+    """``op`` called without autocast on the inputs the reference's cast plan gives it."""
+    return run_oracle(target, lower, op, m)
