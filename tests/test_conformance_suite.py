@@ -28,6 +28,14 @@ def test_policy_only_passes_without_the_device(device: str) -> None:
     assert " passed" in p.stdout and "skipped" in p.stdout, summary(p)  # numerics are reported as skipped
 
 
+def test_every_mode_passes_with_every_dtype() -> None:
+    """script, trace and compile agree with eager, or diverge as spec/jit.yaml declares, for both dtypes."""
+    modes = [a for m in ("script", "trace", "compile") for a in ("--mode", m)]
+    p = run_suite("--backend", "cpu", "--dtype", "all", "-m", "mode_check", *modes, "-n", "2")
+    assert p.returncode == 0, summary(p)
+    assert " passed" in p.stdout and " xfailed" in p.stdout, summary(p)  # declared divergences are xfails
+
+
 def test_xdist_gives_the_same_outcomes(tmp_path: Path) -> None:
     sel = ["--backend", "cpu", "-m", "registration or eligibility or promote or context"]
     a = run_suite(*sel, f"--junitxml={tmp_path / 'serial.xml'}")
