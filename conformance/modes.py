@@ -64,7 +64,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "jit: TorchScript / trace / torch.compile limitations and mode checks")
     config.addinivalue_line("markers", "mode_check: an op run through --mode script|trace|compile vs eager")
-    config.stash[_COUNTS] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -86,23 +85,25 @@ def compile_backend(config: pytest.Config) -> str:
     return str(config.getoption("--compile-backend", default=DEFAULT_COMPILE_BACKEND))
 
 
-_COUNTS = pytest.StashKey[dict[str, int]]()
+DECLARED = "declared divergence: "  # the xfail reason's prefix, counted in the summary
 
 
-def count_declared(config: pytest.Config, mode: str) -> None:
-    """Count one declared divergence (shown in the terminal summary)."""
-    counts = config.stash.get(_COUNTS, None)
-    if counts is None:
-        counts = {}
-        config.stash[_COUNTS] = counts
-    counts[mode] = counts.get(mode, 0) + 1
+def declared_counts(terminalreporter: Any) -> dict[str, int]:
+    """Per mode, the xfailed reports of declared divergences (read in the xdist controller too)."""
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("xfailed", []):
+        reason = str(getattr(report, "wasxfail", ""))
+        if reason.startswith(DECLARED):
+            mode = reason.removeprefix(DECLARED).split(" ", 1)[0]
+            counts[mode] = counts.get(mode, 0) + 1
+    return counts
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     modes = [m for m in selected_modes(config) if m != "eager"]
     if not modes:
         return
-    counts = config.stash.get(_COUNTS, {})
+    counts = declared_counts(terminalreporter)
     parts = ", ".join(f"{m} {counts.get(m, 0)}" for m in modes)
     terminalreporter.write_sep("-", "autocast execution modes")
     terminalreporter.write_line(

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary, with_tests_on_path
 
 from reference_impl.spec.loader import load_spec
@@ -37,6 +38,9 @@ def test_runs_against_the_nearest_covered_spec(tmp_path: Path, nearest: str) -> 
     cpu = load_spec(torch_version=nearest, check_registry=False).devices["cpu"]
     absent = sorted(op for op in cpu.ops if not op_exists(op))
     unknown = sorted(autocast_registrations(cpu.dispatch_key) - set(cpu.ops))
+    if not (absent or unknown):
+        gap = f"torch {torch.__version__} has the {nearest} spec's Autocast kernels"
+        pytest.skip(f"{gap}: no version gap to simulate (run on an older torch)")
     assert absent and unknown, "the simulation needs ops on both sides of the version gap"
     xml = tmp_path / "run.xml"
     p = run_suite(

@@ -298,6 +298,10 @@ def observe_op(
         plain, plain_err = run(lambda i: f32, enabled=False)
         if plain is not None and plain_err is None:
             msg = err_a.split(": ", 1)[1] if ": " in err_a else err_a
+            if "INTERNAL ASSERT" in msg:
+                # an assert on the synthesized arguments inside the Autocast kernel, not a ban
+                why = f"the kernel asserted on synthesized arguments: {msg}"
+                return Observation(op, device, None, error=why)
             return Observation(op, device, Policy.BANNED, "autocast raised", message=msg)
         return Observation(op, device, None, error=err_a)
     if call_a is None:
