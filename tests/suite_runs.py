@@ -111,6 +111,12 @@ def short(test_id: str) -> str:
     return name.rpartition("::")[2] + bracket + params
 
 
+def suite_selection(options: Sequence[str], files: Sequence[str], keyword: str | None) -> tuple[str, ...]:
+    """Suite arguments: ``conformance/<file>`` paths, the options, and ``-k keyword`` if any."""
+    paths = tuple(f"conformance/{f}" for f in files)
+    return (*paths, *options, *(("-k", keyword) if keyword else ()))
+
+
 def run_injected(selection: Sequence[str], injected: str | None, *, plugin: str, env_var: str) -> SuiteRun:
     """Run ``selection`` with ``-p plugin``; ``env_var=injected`` names the deviation (empty: none)."""
     with tempfile.TemporaryDirectory() as tmp:
