@@ -21,14 +21,26 @@ def spec() -> Spec:
 # ---------------------------------------------------------------------------
 
 _MUTANTS: dict[str, str] = {}
+# The real-bug score (tests/test_realbugs.py): caught = passed; xfails say why not.
+_REALBUGS: dict[str, tuple[str, str]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if "test_mutant_is_killed[" in report.nodeid and (report.when == "call" or report.outcome != "passed"):
+    final = report.when == "call" or report.outcome != "passed"
+    if "test_mutant_is_killed[" in report.nodeid and final:
         _MUTANTS[report.nodeid] = report.outcome
+    if "test_real_bug[" in report.nodeid and final:
+        _REALBUGS[report.nodeid] = (report.outcome, getattr(report, "wasxfail", ""))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _MUTANTS:
         killed = sum(1 for outcome in _MUTANTS.values() if outcome == "passed")
         terminalreporter.write_line(f"mutation score: {killed}/{len(_MUTANTS)} killed")
+    if _REALBUGS:
+        for nodeid, (outcome, why) in sorted(_REALBUGS.items()):
+            if outcome != "passed":
+                name = nodeid.partition("[")[2].rstrip("]")
+                terminalreporter.write_line(f"real bug not caught: {name}: {why or outcome}"[:300])
+        caught = sum(1 for outcome, _ in _REALBUGS.values() if outcome == "passed")
+        terminalreporter.write_line(f"real bugs caught: {caught}/{len(_REALBUGS)}")

@@ -1,15 +1,21 @@
 """Running the conformance suite in a subprocess, as a user would, and reading its outcomes.
 
-Shared by the suite tests, the self-conformance tests and the mutation harness.
+Shared by the suite tests, the self-conformance tests, the mutation harness and the
+real-bug harness (:class:`SuiteRun`, :func:`run_injected`: a selection run with a
+deviation installed by a ``-p`` plugin named in an environment variable; the README
+table helpers).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,3 +64,97 @@ def skip_reasons(xml_path: Path) -> dict[str, str]:
 
 def summary(p: subprocess.CompletedProcess[str]) -> str:
     return "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])
+
+
+# Hypothesis tests pick their examples at random; tables name deterministic failures.
+NONDETERMINISTIC = ("test_hypothesis.py",)
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """One run of a suite selection, with a deviation installed (``injected``) or without."""
+
+    selection: tuple[str, ...]
+    injected: str | None  # the mutant or real-bug id, None for the clean run
+    returncode: int
+    results: dict[str, str]  # test id -> passed | failure | error | skipped
+    tail: str  # the end of the output, for failure messages
+    plugin: str = ""  # the -p plugin that installs the deviation
+    env_var: str = ""  # the environment variable naming it
+
+    @property
+    def killed(self) -> bool:
+        """Tests failed (exit 1 with failures): not a crash, a usage error or an empty run."""
+        return self.returncode == 1 and any(r == "failure" for r in self.results.values())
+
+    @property
+    def failed(self) -> list[str]:
+        return sorted(t for t, r in self.results.items() if r in ("failure", "error"))
+
+    @property
+    def passed(self) -> list[str]:
+        return sorted(t for t, r in self.results.items() if r == "passed")
+
+    def killers(self) -> list[str]:
+        """The failed tests that fail whatever the random draw (short ids)."""
+        return [short(t) for t in self.failed if not any(n in t for n in NONDETERMINISTIC)]
+
+    def repro(self) -> str:
+        env = f"{self.env_var}={self.injected} " if self.injected else ""
+        sel = " ".join(repr(a) if " " in a else a for a in self.selection)
+        return f"cd <repo> && {env}PYTHONPATH=tests python -m pytest {sel} -p {self.plugin}\n{self.tail}"
+
+
+def short(test_id: str) -> str:
+    """``conformance.test_op_policy::test_op_policy[...]`` -> ``test_op_policy[...]``."""
+    name, bracket, params = test_id.partition("[")
+    return name.rpartition("::")[2] + bracket + params
+
+
+def suite_selection(options: Sequence[str], files: Sequence[str], keyword: str | None) -> tuple[str, ...]:
+    """Suite arguments: ``conformance/<file>`` paths, the options, and ``-k keyword`` if any."""
+    paths = tuple(f"conformance/{f}" for f in files)
+    return (*paths, *options, *(("-k", keyword) if keyword else ()))
+
+
+def run_injected(selection: Sequence[str], injected: str | None, *, plugin: str, env_var: str) -> SuiteRun:
+    """Run ``selection`` with ``-p plugin``; ``env_var=injected`` names the deviation (empty: none)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = Path(tmp) / "junit.xml"
+        env = with_tests_on_path({env_var: injected or ""})
+        p = run_suite(*selection, "-p", plugin, f"--junitxml={xml}", env_extra=env, paths=())
+        results = outcomes(xml) if xml.exists() else {}
+    return SuiteRun(tuple(selection), injected, p.returncode, results, summary(p), plugin, env_var)
+
+
+README = ROOT / "README.md"
+
+
+def readme_rows(start: str, end: str, columns: int) -> dict[str, list[str]]:
+    """Rows of the README table between ``start`` and ``end``: first cell's id -> the
+    backticked names in the last cell."""
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index(start) : text.index(end)] if start in text and end in text else ""
+    rows = {}
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == columns and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = re.findall(r"`([^`]+)`", cells[-1])
+    return rows
+
+
+def readme_block(start: str, end: str) -> str:
+    """The text between the markers (empty when they are missing)."""
+    text = README.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        return ""
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def replace_readme_block(start: str, end: str, body: str) -> None:
+    text = README.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        raise SystemExit(f"README.md has no {start} ... {end} block to update")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    README.write_text(f"{head}{start}\n{body}{end}{tail}", encoding="utf-8")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from suite_runs import suite_selection
 
 from reference_impl.spec.model import Policy
 
@@ -56,8 +57,7 @@ class Mutant:
     @property
     def selection(self) -> tuple[str, ...]:
         """The suite arguments, the same with and without the mutant."""
-        paths = tuple(f"conformance/{f}" for f in self.files)
-        return (*paths, *self.options, *(("-k", self.keyword) if self.keyword else ()))
+        return suite_selection(self.options, self.files, self.keyword)
 
 
 def op_keyword(op: str) -> str:

@@ -10,67 +10,20 @@ unmutated selection passes.
 from __future__ import annotations
 
 import argparse
-import re
+import functools
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 
-from suite_runs import ROOT, outcomes, run_suite, summary, with_tests_on_path
+from suite_runs import SuiteRun, replace_readme_block, run_injected, short
+from suite_runs import readme_rows as _readme_rows
 
 from .catalogue import MUTANTS, Mutant
 from .plugin import ENV
 
-# Hypothesis tests pick their examples at random; the table names deterministic killers.
-NONDETERMINISTIC = ("test_hypothesis.py",)
+__all__ = ["SuiteRun", "readme_rows", "run", "selections", "short", "table"]
 
-
-@dataclass(frozen=True)
-class SuiteRun:
-    selection: tuple[str, ...]
-    mutant: str | None
-    returncode: int
-    results: dict[str, str]  # test id -> passed | failure | error | skipped
-    tail: str  # the end of the output, for failure messages
-
-    @property
-    def killed(self) -> bool:
-        """Tests failed (exit 1 with failures): not a crash, a usage error or an empty run."""
-        return self.returncode == 1 and any(r == "failure" for r in self.results.values())
-
-    @property
-    def failed(self) -> list[str]:
-        return sorted(t for t, r in self.results.items() if r in ("failure", "error"))
-
-    @property
-    def passed(self) -> list[str]:
-        return sorted(t for t, r in self.results.items() if r == "passed")
-
-    def killers(self) -> list[str]:
-        """The failed tests that fail whatever the random draw (short ids)."""
-        return [short(t) for t in self.failed if not any(n in t for n in NONDETERMINISTIC)]
-
-    def repro(self) -> str:
-        env = f"{ENV}={self.mutant} " if self.mutant else ""
-        sel = " ".join(repr(a) if " " in a else a for a in self.selection)
-        return f"cd <repo> && {env}PYTHONPATH=tests python -m pytest {sel} -p mutation.plugin\n{self.tail}"
-
-
-def short(test_id: str) -> str:
-    """``conformance.test_op_policy::test_op_policy[...]`` -> ``test_op_policy[...]``."""
-    name, bracket, params = test_id.partition("[")
-    return name.rpartition("::")[2] + bracket + params
-
-
-def run(selection: Sequence[str], mutant: str | None) -> SuiteRun:
-    with tempfile.TemporaryDirectory() as tmp:
-        xml = Path(tmp) / "junit.xml"
-        env = with_tests_on_path({ENV: mutant} if mutant else {ENV: ""})
-        p = run_suite(*selection, "-p", "mutation.plugin", f"--junitxml={xml}", env_extra=env, paths=())
-        results = outcomes(xml) if xml.exists() else {}
-    return SuiteRun(tuple(selection), mutant, p.returncode, results, summary(p))
+run = functools.partial(run_injected, plugin="mutation.plugin", env_var=ENV)
 
 
 def selections(mutants: Iterable[Mutant]) -> list[tuple[str, ...]]:
@@ -97,31 +50,17 @@ def table(runs: dict[str, SuiteRun], mutants: Iterable[Mutant] = MUTANTS, limit:
     return "\n".join(rows)
 
 
-README = ROOT / "README.md"
 START, END = "<!-- mutation-table:start -->", "<!-- mutation-table:end -->"
 
 
 def readme_rows() -> dict[str, list[str]]:
     """Mutant id -> the killing tests the README names for it."""
-    text = README.read_text(encoding="utf-8")
-    block = text[text.index(START) : text.index(END)] if START in text and END in text else ""
-    rows = {}
-    for line in block.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 4 and cells[0].startswith("`"):
-            rows[cells[0].strip("`")] = re.findall(r"`([^`]+)`", cells[3])
-    return rows
+    return _readme_rows(START, END, 4)
 
 
 def update_readme(runs: dict[str, SuiteRun]) -> None:
-    text = README.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise SystemExit(f"README.md has no {START} ... {END} block to update")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
     killed = sum(1 for r in runs.values() if r.killed)
-    body = f"{table(runs)}\n\nmutation score: {killed}/{len(runs)} killed\n"
-    README.write_text(f"{head}{START}\n{body}{END}{tail}", encoding="utf-8")
+    replace_readme_block(START, END, f"{table(runs)}\n\nmutation score: {killed}/{len(runs)} killed\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

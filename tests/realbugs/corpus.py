@@ -1,0 +1,131 @@
+"""The real-bug corpus (``corpus.yaml``) as data: :data:`ENTRIES`, :data:`BY_ID`.
+
+Shorthands in the YAML selections: ``files: ops`` is every per-op test file (as the
+mutants use), ``k: "op:aten::X"`` is every generated test of that op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mutation.catalogue import OP_FILES, op_keyword
+from suite_runs import ROOT, suite_selection
+
+CORPUS = Path(__file__).with_name("corpus.yaml")
+EXPECTED = ("caught", "missed")
+CATEGORIES = {
+    "policy",
+    "registration",
+    "op_policy",
+    "promote",
+    "cache",
+    "context",
+    "threads",
+    "custom_function",
+    "custom_op",
+    "autograd",
+    "jit",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str  # owner/repo#number
+    url: str
+    torch: str  # releases that showed it, as reported
+    device: str  # where it was reported
+    replayed_on: str  # the backend the replay or probe runs on
+    category: str
+    symptom: str
+    replay: str | None = None  # a function in replays.py
+    probe: str | None = None  # a function in probes.py
+    present: Any = None  # the probe's result on the installed torch, when torch still has it
+    uncatchable: str | None = None  # why no suite run can see it
+    options: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    keyword: str | None = None
+    expected: str = "missed"
+    check: str | None = None  # for missed entries: the check that would catch it
+
+    @property
+    def kind(self) -> str:
+        """replay (injected), present (a finding: torch 2.13 shows it) or uncatchable."""
+        if self.uncatchable:
+            return "uncatchable"
+        return "present" if self.replay is None else "replay"
+
+    @property
+    def selection(self) -> tuple[str, ...]:
+        return suite_selection(self.options, self.files, self.keyword)
+
+    @property
+    def slug(self) -> str:
+        """The id as an environment-variable and test-id friendly string."""
+        return self.id.replace("/", "-").replace("#", "-")
+
+
+def _entry(raw: dict[str, Any]) -> Entry:
+    sel = raw.pop("selection", {}) or {}
+    files = sel.get("files", ())
+    keyword = sel.get("k")
+    if keyword and keyword.startswith("op:"):
+        keyword = op_keyword(keyword.removeprefix("op:"))
+    device = str(raw.pop("device"))
+    return Entry(
+        device=device,
+        replayed_on=str(raw.pop("replayed_on", device)),
+        options=tuple(sel.get("options", ())),
+        files=OP_FILES if files == "ops" else tuple(files),
+        keyword=keyword,
+        **raw,
+    )
+
+
+def load(path: Path = CORPUS) -> tuple[Entry, ...]:
+    return tuple(_entry(dict(raw)) for raw in yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+ENTRIES = load()
+BY_ID = {e.id: e for e in ENTRIES}
+BY_SLUG = {e.slug: e for e in ENTRIES}
+
+
+def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
+    """Problems with the corpus (empty: fine)."""
+    from .probes import PROBES
+    from .replays import REPLAYS
+
+    problems = []
+    if len({e.id for e in entries}) != len(entries):
+        problems.append("entry ids are not unique")
+    for e in entries:
+        where = f"{e.id}:"
+        if "#" not in e.id or not e.url.startswith("https://github.com/"):
+            problems.append(f"{where} id must be owner/repo#number with a github url")
+        if e.category not in CATEGORIES:
+            problems.append(f"{where} unknown category {e.category!r}")
+        if e.kind == "uncatchable":
+            if e.replay or e.probe or e.options:
+                problems.append(f"{where} an uncatchable entry has no replay, probe or selection")
+            continue
+        if e.probe not in PROBES:
+            problems.append(f"{where} probe {e.probe!r} is not in probes.py")
+        if e.kind == "replay" and e.replay not in REPLAYS:
+            problems.append(f"{where} replay {e.replay!r} is not in replays.py")
+        if e.kind == "present" and e.present is None:
+            problems.append(f"{where} needs a replay, or present: (what the installed torch shows)")
+        if e.expected not in EXPECTED:
+            problems.append(f"{where} expected must be one of {EXPECTED}")
+        if e.expected == "missed" and not e.check:
+            problems.append(f"{where} a missed entry names the check that would catch it")
+        if e.kind == "present" and e.expected == "caught":
+            problems.append(f"{where} a bug the installed torch has cannot pass the clean run and be caught")
+        if not e.files or not e.options:
+            problems.append(f"{where} needs a selection (options and files)")
+        problems += [
+            f"{where} no such suite file {f}" for f in e.files if not (ROOT / "conformance" / f).exists()
+        ]
+    return problems

@@ -1,0 +1,194 @@
+"""Measure the conformance suite against the real-bug corpus.
+
+``python -m realbugs.harness`` (``tests/`` on ``PYTHONPATH``; ``-j N`` runs N at a time)
+checks every entry three ways: (a) its probe shows the deviation (with and without the
+replay the results differ; for a bug torch itself still has, the probe shows what the
+corpus records), (b) the entry's suite selection fails with the replay (exit 1 with test
+failures), (c) the same selection passes without it (one clean run per distinct
+selection). It prints the table (Markdown, as in the README) and
+``real bugs caught: K/N``, and exits 1 on an error (a replay that changes nothing, a
+clean run that fails) or an entry whose outcome differs from its ``expected``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from suite_runs import (
+    ROOT,
+    SuiteRun,
+    readme_block,
+    replace_readme_block,
+    run_injected,
+    short,
+    summary,
+    with_tests_on_path,
+)
+
+from .corpus import ENTRIES, Entry
+from .plugin import ENV
+
+run = functools.partial(run_injected, plugin="realbugs.plugin", env_var=ENV)
+START, END = "<!-- realbugs-table:start -->", "<!-- realbugs-table:end -->"
+
+
+@dataclass(frozen=True)
+class Probe:
+    clean: Any = None
+    replayed: Any = None
+    error: str | None = None  # the probe process failed
+
+
+def probe(entry: Entry) -> Probe:
+    """The entry's probe, before and after its replay, in a fresh process."""
+    cmd = [sys.executable, "-m", "realbugs.probe", entry.id]
+    p = subprocess.run(cmd, cwd=ROOT, env=with_tests_on_path(), capture_output=True, text=True, timeout=600)
+    lines = p.stdout.strip().splitlines()
+    if p.returncode != 0 or not lines:
+        return Probe(error=summary(p))
+    out = json.loads(lines[-1])
+    return Probe(out.get("clean"), out.get("replayed"))
+
+
+def deviation_problem(entry: Entry, p: Probe) -> str | None:
+    """Why the probe does not show the bug (None: it does)."""
+    if p.error is not None:
+        return f"the probe failed:\n{p.error}"
+    if entry.kind == "replay" and p.clean == p.replayed:
+        return f"the replay changes nothing the probe sees (both: {p.clean!r}): it is not the bug"
+    if entry.kind == "present" and p.clean != entry.present:
+        return (
+            f"the installed torch no longer shows it: probe gives {p.clean!r}, the corpus records "
+            f"{entry.present!r}; write a replay (replays.py) and drop present:"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry: Entry
+    status: str  # caught | missed | uncatchable | error
+    run: SuiteRun | None = None
+    problem: str | None = None
+
+    @property
+    def as_expected(self) -> bool:
+        if self.status in ("error", "uncatchable"):
+            return self.status == "uncatchable"
+        return self.status == self.entry.expected
+
+
+def evaluate(entry: Entry, p: Probe | None, clean: SuiteRun | None, replayed: SuiteRun | None) -> Outcome:
+    """The entry's outcome from its probe, its selection's clean run and its replayed run."""
+    if entry.kind == "uncatchable":
+        return Outcome(entry, "uncatchable")
+    assert p is not None and clean is not None
+    problem = deviation_problem(entry, p)
+    if problem is None and (clean.returncode != 0 or not clean.passed):
+        problem = f"the selection fails (or is empty) without the replay:\n{clean.repro()}"
+    if problem is not None:
+        return Outcome(entry, "error", replayed, problem)
+    run_ = replayed if entry.kind == "replay" else clean
+    assert run_ is not None
+    return Outcome(entry, "caught" if run_.killed else "missed", run_)
+
+
+def cell(o: Outcome | None, entry: Entry, limit: int = 2) -> str:
+    """The "caught by" cell: failing tests, or why not caught."""
+    if entry.kind == "uncatchable":
+        return f"uncatchable: {entry.uncatchable}"
+    status = o.status if o is not None else entry.expected
+    if status == "caught":
+        if o is None or o.run is None:
+            return "caught"
+        r = o.run
+        k = r.killers() or [short(t) for t in r.failed]
+        more = f" and {len(r.failed) - limit} more" if len(r.failed) > limit else ""
+        return ", ".join(f"`{t}`" for t in k[:limit]) + more
+    if status == "missed":
+        return "missed (torch 2.13 still has it)" if entry.kind == "present" else "missed"
+    return f"**{status}**"
+
+
+def table(outcomes: dict[str, Outcome], entries: Iterable[Entry] = ENTRIES) -> str:
+    rows = ["| real bug | category | symptom | caught by (failing tests) |", "|---|---|---|---|"]
+    for e in entries:
+        rows.append(f"| `{e.id}` | {e.category} | {e.symptom} | {cell(outcomes.get(e.id), e)} |")
+    return "\n".join(rows)
+
+
+def score(outcomes: Iterable[Outcome]) -> tuple[int, int]:
+    done = list(outcomes)
+    return sum(1 for o in done if o.status == "caught"), len(done)
+
+
+def block(outcomes: dict[str, Outcome]) -> str:
+    k, n = score(outcomes.values())
+    return f"{table(outcomes)}\n\nreal bugs caught: {k}/{n}\n"
+
+
+def readme_table_rows() -> list[list[str]]:
+    """The README block's table rows, as cells."""
+    lines = [ln for ln in readme_block(START, END).splitlines() if ln.startswith("| `")]
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
+
+
+def selections(entries: Iterable[Entry]) -> list[tuple[str, ...]]:
+    return sorted({e.selection for e in entries if e.kind != "uncatchable"})
+
+
+def run_all(entries: Sequence[Entry], jobs: int) -> dict[str, Outcome]:
+    active = [e for e in entries if e.kind != "uncatchable"]
+    replayable = [e for e in active if e.kind == "replay"]
+    with ThreadPoolExecutor(jobs) as pool:
+        probes = dict(zip((e.id for e in active), pool.map(probe, active), strict=True))
+        clean = dict(
+            zip(selections(active), pool.map(lambda s: run(s, None), selections(active)), strict=True)
+        )
+        replayed = dict(
+            zip(
+                (e.id for e in replayable),
+                pool.map(lambda e: run(e.selection, e.id), replayable),
+                strict=True,
+            )
+        )
+    return {e.id: evaluate(e, probes.get(e.id), clean.get(e.selection), replayed.get(e.id)) for e in entries}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m realbugs.harness", description=__doc__)
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="subprocesses at a time (default 2)")
+    ap.add_argument("ids", nargs="*", help="entry ids (default: all)")
+    ap.add_argument(
+        "--update-readme", action="store_true", help="rewrite README.md's table (all entries only)"
+    )
+    a = ap.parse_args(argv)
+    chosen = [e for e in ENTRIES if not a.ids or e.id in a.ids]
+    outcomes = run_all(chosen, a.jobs)
+    print(table(outcomes, chosen))
+    for o in outcomes.values():
+        if o.problem:
+            print(f"ERROR {o.entry.id}: {o.problem}", file=sys.stderr)
+        elif not o.as_expected:
+            print(f"{o.entry.id}: {o.status}, corpus expects {o.entry.expected}", file=sys.stderr)
+        elif o.status == "missed":
+            print(f"missed {o.entry.id}: needs {o.entry.check}")
+    if a.update_readme:
+        if a.ids:
+            raise SystemExit("--update-readme needs the whole corpus: give no ids")
+        replace_readme_block(START, END, block(outcomes))
+    k, n = score(outcomes.values())
+    print(f"real bugs caught: {k}/{n}")
+    return 0 if all(o.as_expected for o in outcomes.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Real-bug corpus: publicly reported autocast bugs replayed, and the suite measured against them.
+
+For each entry of tests/realbugs/corpus.yaml: its probe must show the deviation (a replay
+that changes nothing is an error, not a catch), its suite selection must pass without
+the replay (one run per distinct selection), and with the replay it must fail as the
+entry's transitional ``expected`` says. Missed, present-in-torch and uncatchable entries
+are xfails with the reason (never counted as caught); ``tests/conftest.py`` prints
+``real bugs caught: K/N``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+from realbugs.corpus import CATEGORIES, ENTRIES, Entry, check_corpus
+from realbugs.harness import (
+    Probe,
+    cell,
+    deviation_problem,
+    evaluate,
+    probe,
+    readme_table_rows,
+    run,
+    selections,
+)
+from suite_runs import SuiteRun, short
+
+pytestmark = pytest.mark.realbugs
+
+
+def test_corpus() -> None:
+    assert not check_corpus(), "\n".join(check_corpus())
+    assert len(ENTRIES) >= 30, len(ENTRIES)
+    kinds = Counter(e.kind for e in ENTRIES)
+    assert set(kinds) == {"replay", "present", "uncatchable"}, kinds
+    assert len({e.category for e in ENTRIES}) >= len(CATEGORIES) - 1, Counter(e.category for e in ENTRIES)
+    assert len({e.id.partition("#")[0] for e in ENTRIES}) >= 4, "reports from out-of-tree backends too"
+
+
+def test_readme_table_matches_corpus() -> None:
+    rows = {r[0].strip("`"): r for r in readme_table_rows()}
+    assert set(rows) == {e.id for e in ENTRIES}, (
+        "README's real-bug table is out of date: run `cd tests && python -m realbugs.harness --update-readme`"
+    )
+    for e in ENTRIES:
+        want = [f"`{e.id}`", e.category, e.symptom]
+        assert rows[e.id][:3] == want, f"README row for {e.id}: {rows[e.id][:3]} != {want}"
+        if e.expected != "caught" or e.kind != "replay":
+            assert rows[e.id][3] == cell(None, e), f"README's last cell for {e.id}"
+
+
+def test_noop_replay_is_an_error() -> None:
+    """A replay the probe cannot tell from torch is an error, even when the suite run fails."""
+    entry = next(e for e in ENTRIES if e.kind == "replay")
+    same = Probe(clean="bfloat16", replayed="bfloat16")
+    assert "changes nothing" in (deviation_problem(entry, same) or "")
+    passed = SuiteRun(entry.selection, None, 0, {"t": "passed"}, "")
+    failed = SuiteRun(entry.selection, entry.id, 1, {"t": "failure"}, "")
+    assert evaluate(entry, same, passed, failed).status == "error"
+    assert evaluate(entry, Probe("bfloat16", "float32"), passed, failed).status == "caught"
+    gone = replace(next(e for e in ENTRIES if e.kind == "present"), present="what torch used to show")
+    assert "no longer shows it" in (deviation_problem(gone, Probe(clean="fixed")) or "")
+
+
+@pytest.mark.parametrize("selection", selections(ENTRIES), ids=lambda s: " ".join(s))
+def test_clean_selection_passes(selection: tuple[str, ...]) -> None:
+    r = run(selection, None)
+    assert r.returncode == 0 and r.passed, f"the selection fails without any replay:\n{r.repro()}"
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.slug)
+def test_real_bug(entry: Entry) -> None:
+    if entry.kind == "uncatchable":
+        pytest.xfail(f"uncatchable: {entry.uncatchable}")
+    p = probe(entry)
+    problem = deviation_problem(entry, p)
+    assert problem is None, f"{entry.id}: {problem}"
+    if entry.kind == "present":
+        pytest.xfail(f"finding: torch shows it ({p.clean!r}); the suite misses it; needs: {entry.check}")
+    r = run(entry.selection, entry.id)
+    if entry.expected == "missed":
+        assert not r.killed, f"{entry.id} is now caught: set expected: caught and regenerate the README"
+        pytest.xfail(f"missed: needs {entry.check}")
+    assert r.killed, f"{entry.id} ({entry.symptom}) is not caught:\n{r.repro()}"
+    named = {row[0].strip("`"): row[3] for row in readme_table_rows()}.get(entry.id, "")
+    failed = {short(t) for t in r.failed}
+    stale = [t for t in named.split("`")[1::2] if t not in failed]
+    assert not stale, f"README names {stale} as catching {entry.id}, but they did not fail: {sorted(failed)}"
