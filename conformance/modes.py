@@ -62,8 +62,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "jit: TorchScript / trace / torch.compile limitations and mode checks")
-    config.addinivalue_line("markers", "mode_check: an op run through --mode script|trace|compile vs eager")
     config.stash[_COUNTS] = {}
 
 

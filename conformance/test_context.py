@@ -6,7 +6,6 @@ computes in the lower dtype exactly when autocast is on.
 
 from __future__ import annotations
 
-import threading
 import warnings
 
 import pytest
@@ -78,16 +77,6 @@ def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
         assert state() == inner_before, f"state {state()} after an exception left a nested region"
         raise ValueError("boom")
     assert state() == before, f"state {state()} after exceptions left nested regions, was {before}"
-
-
-def test_new_thread_starts_disabled(target: Target, lower: torch.dtype) -> None:
-    seen: list[bool] = []
-    expected = target.spec.rules.context.new_thread_enabled
-    with target.autocast_impl(target.device, dtype=lower):
-        t = threading.Thread(target=lambda: seen.append(torch.is_autocast_enabled(target.device)))
-        t.start()
-        t.join()
-    assert seen == [expected], f"a new thread sees is_autocast_enabled={seen[0]}, spec says {expected}"
 
 
 def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:
