@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from reference_impl.policy import SlotKind, signature
 from reference_impl.probe.observe import synthesize_call
-from reference_impl.spec.model import OpInfo, Policy
+from reference_impl.spec.model import OpInfo, Policy, Rules
 from reference_impl.torch_registry import (
     all_op_names,
     autocast_registrations,
@@ -81,8 +81,17 @@ PROMOTE_MIXES: dict[str, Mix] = {
 
 # Eligibility kinds: inputs autocast must leave alone. ``dtype`` kinds replace
 # every test-float tensor; the rest are about where/how the op is called.
-ELIGIBILITY_DTYPE_KINDS: dict[str, str] = {"float64": "float64", "int64": "int64", "bool": "bool"}
+NON_FLOATING_KINDS = ("int64", "bool")
 ELIGIBILITY_CALL_KINDS = ("other_device", "inplace", "out")
+
+
+def eligibility_dtype_kinds(rules: Rules) -> dict[str, str]:
+    """The input dtypes rules.eligibility says are never cast: each never_cast dtype, and
+    integer and bool tensors under floating_only."""
+    kinds = {d: d for d in rules.eligibility.never_cast}
+    if rules.eligibility.floating_only:
+        kinds.update({k: k for k in NON_FLOATING_KINDS})
+    return kinds
 
 
 def other_device(device: str) -> str:
@@ -169,6 +178,8 @@ def numerics(target: Target) -> list[Case]:
 
 
 def eligibility(target: Target) -> list[Case]:
+    """Per listed op, the inputs and calls rules.eligibility and rules.out_of_place_only exempt."""
+    rules = target.spec.rules
     out = []
     for dtype in target.dtypes:
         for op, pol in _listed(target):
@@ -177,13 +188,25 @@ def eligibility(target: Target) -> list[Case]:
                 continue
             mix = DISCRIMINATING_MIX[pol]
             if pol is not Policy.BANNED:
-                for kind, dt in ELIGIBILITY_DTYPE_KINDS.items():
+                for kind, dt in eligibility_dtype_kinds(rules).items():
                     out.append(
                         Case("eligibility", target.device, dtype, pol.value, op, op, variant=kind, mix=(dt,))
                     )
-            out.append(
-                Case("eligibility", target.device, dtype, pol.value, op, op, variant="other_device", mix=mix)
-            )
+            if rules.eligibility.same_device_only:
+                out.append(
+                    Case(
+                        "eligibility",
+                        target.device,
+                        dtype,
+                        pol.value,
+                        op,
+                        op,
+                        variant="other_device",
+                        mix=mix,
+                    )
+                )
+            if not rules.out_of_place_only:
+                continue
             ip = inplace_variant(op)
             if ip is not None and same_arguments(op, ip):
                 out.append(

@@ -218,6 +218,7 @@ class ContextRules:
     new_thread_enabled: bool
     nesting_restores_state: bool
     exception_restores_state: bool
+    inference_mode_exit_restores_enabled: bool = True  # set_autocast_enabled inside it is undone
 
 
 @dataclass(frozen=True)
