@@ -4,7 +4,7 @@ A pytest sub-plugin (listed in ``conformance.plugin.pytest_plugins``) that adds
 
 * ``--mode eager|script|trace|compile`` (repeatable; default ``eager``),
 * ``--compile-backend aot_eager|inductor|...`` (default ``aot_eager``: no C++ toolchain),
-* the ``jit`` marker and a terminal-summary line counting declared divergences.
+* a terminal-summary line counting declared divergences (markers: conformance.registry).
 
 :func:`run_in_mode` is the one entry point other tests call: it wraps a single
 op call (an aten op name such as ``aten::mm`` or a public entry point such as
@@ -59,11 +59,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=DEFAULT_COMPILE_BACKEND,
         help="torch.compile backend for --mode compile (default aot_eager; inductor needs a C++ compiler)",
     )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "jit: TorchScript / trace / torch.compile limitations and mode checks")
-    config.addinivalue_line("markers", "mode_check: an op run through --mode script|trace|compile vs eager")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +24,7 @@ from .model import (
     Arg,
     CacheRule,
     ContextRules,
+    CustomOpRules,
     DeviceSpec,
     Divergence,
     DtypeArg,
@@ -414,12 +415,16 @@ def _build_rules(doc: YamlDocument) -> Rules:
             ca["requires_grad_only"],
             tuple(Policy(p) for p in ca["policies"]),
             ca["cleared_at"],
+            ca["exclude_views"],
+            ca["key"],
+            ca["in_inference_mode"],
         ),
         context=ContextRules(**cx),
         default_tolerance=_tolerances(d["default_tolerance"]),
         loc=SourceLoc(doc.file, 1),
         mandatory_core=tuple(d.get("mandatory_core", [])),
         unlisted_watchlist=tuple(d.get("unlisted_watchlist", [])),
+        custom_ops=CustomOpRules(tuple((d.get("custom_ops") or {}).get("register_autocast_devices", ()))),
         promote=PromoteRule(
             d["promote"]["foreign_float"]["action"], d["promote"]["foreign_float"]["message"]
         ),
@@ -516,6 +521,7 @@ def load_spec(
     check_registry: bool = True,
     nearest: bool = False,
     build: frozenset[str] | None = None,
+    categories: Collection[str] | None = None,
 ) -> Spec:
     """Load and check a spec.
 
@@ -529,6 +535,8 @@ def load_spec(
     as the nearest covered release (:attr:`Spec.installed_torch` keeps the real one).
     ``build``: the build features ``build:`` conditions are judged by (default: the
     installed torch's, :func:`~reference_impl.torch_registry.build_features`).
+    ``categories``: the test categories that may be mandatory (the suite's registry);
+    a ``mandatory_core`` name outside them is a problem at its line.
     """
     installed = installed_torch_version()
     version = torch_version or installed
@@ -638,6 +646,8 @@ def load_spec(
         if col.rules and claimed:
             probs.extend(checks.rules_registry_problems(col.rules[0]))
     probs.extend(checks.limitation_problems(limitations))
+    if categories is not None and col.rules:
+        probs.extend(checks.mandatory_core_problems(col.rules[0], categories))
     if probs or rules is None:
         raise SpecError(probs)
 

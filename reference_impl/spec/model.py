@@ -206,7 +206,10 @@ class CacheRule:
     leaf_only: bool
     requires_grad_only: bool
     policies: tuple[Policy, ...]
-    cleared_at: str  # "outermost_exit"
+    cleared_at: str  # "outermost_exit" | "every_exit"
+    exclude_views: bool = True  # views are never cached
+    key: str = "source"  # "source": found whatever the dtype now is | "source_and_dtype"
+    in_inference_mode: bool = False  # False: no caching or lookup under torch.inference_mode
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,14 @@ class ContextRules:
     new_thread_enabled: bool
     nesting_restores_state: bool
     exception_restores_state: bool
+    inference_mode_exit_restores_enabled: bool = True  # set_autocast_enabled inside it is undone
+
+
+@dataclass(frozen=True)
+class CustomOpRules:
+    """torch.library.custom_op + register_autocast: the device types it supports."""
+
+    register_autocast_devices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,6 +247,7 @@ class Rules:
     promote: PromoteRule = PromoteRule("error", "Unexpected floating ScalarType in at::autocast::prioritize")
     mandatory_core: tuple[str, ...] = ()  # test categories a vendor cannot waive
     unlisted_watchlist: tuple[str, ...] = ()  # ops users expect autocast to change, often wrongly
+    custom_ops: CustomOpRules = CustomOpRules()
 
 
 @dataclass(frozen=True)
