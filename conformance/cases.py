@@ -370,7 +370,9 @@ _CACHE: dict[tuple[int, str], list[Case]] = {}
 def cases(target: Target, generator: str) -> list[Case]:
     key = (id(target), generator)
     if key not in _CACHE:
-        _CACHE[key] = GENERATORS[generator](target)
+        from .cases_more import GENERATORS as MORE
+
+        _CACHE[key] = {**GENERATORS, **MORE}[generator](target)
     return _CACHE[key]
 
 
