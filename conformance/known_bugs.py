@@ -40,5 +40,7 @@ def judge(target: Target, check: str, expected: str, observed: str, fail: Callab
     if bug is not None:
         pytest.xfail(xfail_reason(bug.id, bug.source, bug.reason))
     declared = [b for b in rules.known_bugs if b.check == check]
-    also = "".join(f"\n  declared known bug {b.id} ({b.loc}) observes: {b.observed}" for b in declared)
+    also = "".join(
+        f"\n  declared known bug {b.id} ({b.loc}) observes: {' | '.join(b.observed)}" for b in declared
+    )
     fail(f"the rule expects: {expected}\n  observed: {observed}{also}")

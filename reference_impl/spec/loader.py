@@ -409,7 +409,7 @@ def _known_bugs(doc: YamlDocument, version: str) -> tuple[KnownBug, ...]:
         KnownBug(
             id=b["id"],
             check=b["check"],
-            observed=b["observed"],
+            observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
             reason=b["reason"],
             source=b["source"],
             torch_versions=b["torch"],

@@ -238,7 +238,7 @@ class KnownBug:
 
     id: str
     check: str  # the generated check it shows up in (conformance/known_bugs.py CHECKS)
-    observed: str
+    observed: tuple[str, ...]  # each an observation the bug gives (in the check's words)
     reason: str
     source: str  # where it was reported
     torch_versions: str
@@ -265,7 +265,7 @@ class Rules:
             (
                 b
                 for b in self.known_bugs
-                if b.check == check and b.observed == observed and (not b.devices or device in b.devices)
+                if b.check == check and observed in b.observed and (not b.devices or device in b.devices)
             ),
             None,
         )
