@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from reference_impl.spec.model import Policy, Rules
 
 from . import cases as C
+from . import cases_more as M
 from . import semantic_cases as S
 from .target import Target
 
@@ -80,7 +81,7 @@ CATEGORIES: tuple[Category, ...] = (
     Category(
         "promote",
         "promote policy: mixed inputs go to the widest type",
-        {"promote": C.promote},
+        {"promote": C.promote, "promote_widest": M.promote_widest, "promote_foreign": M.promote_foreign},
         ("promote",),
         _fixed(Policy.PROMOTE),
     ),
@@ -114,9 +115,14 @@ CATEGORIES: tuple[Category, ...] = (
     ),
     Category(
         "autograd",
-        "gradient dtypes and backward under autocast",
-        {"autograd": C.autograd},
+        "gradient dtypes and backward under autocast; torch.utils.checkpoint recompute",
+        {"autograd": C.autograd, "checkpoint": M.checkpoint},
         policies=_fixed(Policy.LOWER_PRECISION_FP, Policy.FP32),
+    ),
+    Category(
+        "functorch",
+        "every listed op's policy under torch.vmap and torch.func.grad",
+        {"functorch": M.functorch},
     ),
     Category(
         "custom_function",

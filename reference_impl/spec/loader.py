@@ -32,6 +32,7 @@ from .model import (
     EntryPoint,
     JitLimitation,
     KernelGap,
+    KnownBug,
     ListArg,
     Literal,
     ModeDivergences,
@@ -394,6 +395,7 @@ def _build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
             nondeterministic=bool(d.get("nondeterministic", False)),
             fake_kernel=bool(d.get("fake_kernel", True)),
             needs_device=bool(d.get("needs_device", False)),
+            functorch_gaps=frozen_map(d.get("functorch_gaps", {})),
             scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(
                 KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])
@@ -403,7 +405,24 @@ def _build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
     return out
 
 
-def _build_rules(doc: YamlDocument) -> Rules:
+def _known_bugs(doc: YamlDocument, version: str) -> tuple[KnownBug, ...]:
+    return tuple(
+        KnownBug(
+            id=b["id"],
+            check=b["check"],
+            observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
+            reason=b["reason"],
+            source=b["source"],
+            torch_versions=b["torch"],
+            loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
+            devices=tuple(b.get("devices", [])),
+        )
+        for i, b in enumerate(doc.data.get("known_bugs", []))
+        if specifier_contains(b["torch"], version)
+    )
+
+
+def _build_rules(doc: YamlDocument, version: str) -> Rules:
     d = doc.data
     el, ca, cx = d["eligibility"], d["cache"], d["context"]
     return Rules(
@@ -428,6 +447,7 @@ def _build_rules(doc: YamlDocument) -> Rules:
         promote=PromoteRule(
             d["promote"]["foreign_float"]["action"], d["promote"]["foreign_float"]["message"]
         ),
+        known_bugs=_known_bugs(doc, version),
     )
 
 
@@ -612,7 +632,7 @@ def load_spec(
                 + (f" (found {len(col.rules)})" if col.rules else " (found none)"),
             )
         )
-    rules = _build_rules(col.rules[0]) if col.rules else None
+    rules = _build_rules(col.rules[0], version) if col.rules else None
 
     ops: dict[str, OpInfo] = {}
     for d in col.ops:

@@ -183,6 +183,8 @@ class OpInfo:
     nondeterministic: bool = False
     fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
     needs_device: bool = False  # True: even its Autocast kernel calls the device runtime
+    # transform (vmap | grad) -> why the op's first sample does not keep its policy under it
+    functorch_gaps: Mapping[str, str] = field(default_factory=frozen_map)
     kernel_gaps: tuple[KernelGap, ...] = ()
     scratch_outputs: tuple[int, ...] = ()  # workspace outputs: compared by dtype and shape only
     note: str = ""
@@ -237,6 +239,25 @@ class PromoteRule:
 
 
 @dataclass(frozen=True)
+class KnownBug:
+    """A bug of the torch releases it names, declared so a generated check reports it as an xfail.
+
+    The rule stays what autocast should do; ``observed`` is what the affected releases do
+    instead, in the check's own words. A backend matching the rule passes, one matching
+    ``observed`` is an xfail with the reason, anything else fails.
+    """
+
+    id: str
+    check: str  # the generated check it shows up in (conformance/known_bugs.py CHECKS)
+    observed: tuple[str, ...]  # each an observation the bug gives (in the check's words)
+    reason: str
+    source: str  # where it was reported
+    torch_versions: str
+    loc: SourceLoc
+    devices: tuple[str, ...] = ()  # empty: every device
+
+
+@dataclass(frozen=True)
 class Rules:
     eligibility: Eligibility
     out_of_place_only: bool
@@ -248,6 +269,18 @@ class Rules:
     mandatory_core: tuple[str, ...] = ()  # test categories a vendor cannot waive
     unlisted_watchlist: tuple[str, ...] = ()  # ops users expect autocast to change, often wrongly
     custom_ops: CustomOpRules = CustomOpRules()
+    known_bugs: tuple[KnownBug, ...] = ()  # for the spec's torch release only
+
+    def known_bug(self, check: str, device: str, observed: str) -> KnownBug | None:
+        """The declared bug of this release explaining ``observed`` in ``check`` on ``device``."""
+        return next(
+            (
+                b
+                for b in self.known_bugs
+                if b.check == check and observed in b.observed and (not b.devices or device in b.devices)
+            ),
+            None,
+        )
 
 
 @dataclass(frozen=True)
