@@ -140,11 +140,3 @@ def functorch(target: Target) -> list[Case]:
                     )
                 )
     return out
-
-
-GENERATORS = {
-    "promote_widest": promote_widest,
-    "promote_foreign": promote_foreign,
-    "checkpoint": checkpoint,
-    "functorch": functorch,
-}

@@ -22,6 +22,8 @@ CHECKS = (
     "promote.foreign_float",
     "modes.exception_state",
     "modes.gradients",
+    "context.any_enabled",
+    "cache.other_dtype",
 )
 XFAIL_PREFIX = "known bug "
 
@@ -44,3 +46,14 @@ def judge(target: Target, check: str, expected: str, observed: str, fail: Callab
         f"\n  declared known bug {b.id} ({b.loc}) observes: {' | '.join(b.observed)}" for b in declared
     )
     fail(f"the rule expects: {expected}\n  observed: {observed}{also}")
+
+
+def cache_key(target: Target) -> str:
+    """The cache key native autocast uses on this release: ``rules.cache.key``, or ``source``
+    where a known bug of check ``cache.other_dtype`` is declared (the reference follows the rule)."""
+    rules = target.spec.rules
+    declared = any(
+        b.check == "cache.other_dtype" and (not b.devices or target.device in b.devices)
+        for b in rules.known_bugs
+    )
+    return "source" if declared and not target.uses_reference else rules.cache.key

@@ -22,6 +22,7 @@ CACHE_KINDS = (
     "view",  # a detached view that requires grad: a leaf, but a view (exclude_views)
     "nested_exit",  # kept across an inner exit, gone after the outermost one (cleared_at)
     "cache_disabled",  # autocast(cache_enabled=False): nothing cached
+    "other_dtype",  # a nested region with the device's other lower dtype (key)
 )
 
 # The thread-local fields rules.context names, checked in a new thread.
@@ -52,6 +53,8 @@ def cache(target: Target) -> list[Case]:
                 if _info(target, op) is None:
                     continue
                 for kind in CACHE_KINDS:
+                    if kind == "other_dtype" and len(target.device_spec.supported_dtypes) < 2:
+                        continue
                     out.append(Case("cache", target.device, dtype, pol.value, op, op, variant=kind))
     return out
 

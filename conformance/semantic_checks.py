@@ -140,6 +140,51 @@ def cache_scenario(target: Target, case: Case) -> CacheScenario:
     return CacheScenario(m, steps, rule, expected, _same(a, b))
 
 
+@dataclass
+class OtherDtypeScenario:
+    inputs: Materialized
+    steps: tuple[str, ...]
+    rule: str
+    expected: str  # what the weights of the nested call receive: "<dtype> fresh|reused", distinct
+    observed: str
+
+
+def _reuse(first: torch.Tensor, then: torch.Tensor) -> str:
+    return f"{dtype_name(then.dtype)} {'reused' if then is first else 'fresh'}"
+
+
+def other_dtype_scenario(target: Target, case: Case) -> OtherDtypeScenario:
+    """A weight cast in a region, then the same call in a nested region with the device's
+    other lower dtype: under rules.cache.key source_and_dtype the nested call gets a fresh
+    cast to its own dtype; under source it gets the outer region's cast again."""
+    lower = dtype_of(case.dtype)
+    other = dtype_of(next(d for d in target.device_spec.supported_dtypes if d != case.dtype))
+    key = target.spec.rules.cache.key
+    m = cache_inputs(target, case)
+    p = Probe(target, case.op, m)
+    _, weight = cached_slots(target, case, m)
+    with target.tensors(), target.autocast_impl(target.device, dtype=lower):
+        a = flat_tensors(p.arrived())
+        with target.autocast_impl(target.device, dtype=other):
+            b = flat_tensors(p.arrived())
+    slots = [i for i, w in enumerate(weight) if w]
+    want = f"{dtype_name(other)} fresh" if key == "source_and_dtype" else f"{dtype_name(lower)} reused"
+    steps = (
+        f"with autocast(dtype={dtype_name(lower)}): call (a) with float32 leaves that require grad",
+        f"  with autocast(dtype={dtype_name(other)}): call (b)",
+        "expected/observed: per weight, the dtype b receives and whether it is a's cast",
+    )
+    return OtherDtypeScenario(
+        m,
+        steps,
+        f"rules.cache.key: {key}",
+        want if slots else "",
+        ", ".join(
+            sorted({f"{dtype_name(b[i].dtype)} {'reused' if b[i] is a[i] else 'fresh'}" for i in slots})
+        ),
+    )
+
+
 # ---------------------------------------------------------------------------
 # Thread-local state
 # ---------------------------------------------------------------------------

@@ -6,12 +6,14 @@ computes in the lower dtype exactly when autocast is on.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
 import torch
 
 from conformance.context_probe import make_probe
+from conformance.known_bugs import judge
 from conformance.state import restore, snapshot
 from conformance.target import Target
 from reference_impl.samples import dtype_name
@@ -32,6 +34,27 @@ def test_enabled_and_dtype_queries(target: Target, lower: torch.dtype) -> None:
             f"get_autocast_dtype({d!r}) is {torch.get_autocast_dtype(d)}"
         )
     assert not torch.is_autocast_enabled(d), f"is_autocast_enabled({d!r}) stays True after exit"
+
+
+def test_any_autocast_enabled(target: Target, lower: torch.dtype) -> None:
+    """``torch._C._is_any_autocast_enabled()`` (read by AOT autograd and the RNN modules to
+    decide whether autocast is on) is True inside a region of this device, False after it."""
+    d = target.device
+    with target.tensors(), target.autocast_impl(d, dtype=lower):
+        inside = torch._C._is_any_autocast_enabled()
+    outside = torch._C._is_any_autocast_enabled()
+    judge(
+        target,
+        "context.any_enabled",
+        "inside True, outside False",
+        f"inside {inside}, outside {outside}",
+        lambda why: pytest.fail(
+            f"torch._C._is_any_autocast_enabled() with only {d} autocast enabled\n  {why}\n"
+            f"  reproduce: python -c \"import torch; torch.set_autocast_enabled('{d}', True); "
+            f'print(torch._C._is_any_autocast_enabled())"',
+            pytrace=False,
+        ),
+    )
 
 
 def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> None:
@@ -108,8 +131,13 @@ def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:
             with target.autocast_impl(target.device, dtype=bad):
                 on = torch.is_autocast_enabled(target.device)
         msgs = [str(x.message) for x in w]
-        assert any(rule.message.split(".")[0] in m for m in msgs), (
-            f"no warning matching {rule.message!r}: {msgs}"
+        hits = [m for m in msgs if rule.message.split(".")[0] in m]
+        assert hits, f"no warning matching {rule.message!r}: {msgs}"
+        named = sorted(set(re.findall(r"torch\.(\w+)", hits[0])))
+        supported = sorted(target.device_spec.supported_dtypes)
+        assert not named or named == supported, (
+            f"the warning names the supported dtypes {named}, the spec's supported_dtypes are "
+            f"{supported}: {hits[0]!r}"
         )
         assert not on, "autocast stayed enabled with an unsupported dtype"
     elif rule.action == "error":
@@ -120,3 +148,16 @@ def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:
             warnings.simplefilter("ignore")
             with target.autocast_impl(target.device, dtype=bad):
                 assert torch.get_autocast_dtype(target.device) == bad, "the dtype was not accepted"
+
+
+def test_unsupported_dtype_when_disabled(target: Target) -> None:
+    """``enabled=False`` with a dtype outside supported_dtypes: nothing to disable, so no
+    warning and no error, and autocast stays off."""
+    d = target.device
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with target.autocast_impl(d, dtype=torch.float64, enabled=False):
+            on = torch.is_autocast_enabled(d)
+    msgs = [str(x.message) for x in w if "autocast" in str(x.message).lower()]
+    assert not msgs, f"autocast({d!r}, dtype=torch.float64, enabled=False) warned: {msgs}"
+    assert not on, f"autocast({d!r}, dtype=torch.float64, enabled=False) enabled autocast"

@@ -26,6 +26,7 @@ from conformance.assertions import assert_scenario
 from conformance.cases import Case
 from conformance.context_probe import Probe, flat_tensors, require_autocast
 from conformance.hypothesis_profiles import suite_settings
+from conformance.known_bugs import cache_key
 from conformance.runner import make_inputs
 from conformance.semantic_cases import transition_pool
 from conformance.target import Target
@@ -52,6 +53,7 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
                 torch.is_autocast_enabled(d),
                 torch.get_autocast_dtype(d),
                 torch.is_autocast_cache_enabled(),
+                cache_key(target),
             )
             self.inputs: dict[tuple[int, bool], Materialized] = {}
             self.log: list[str] = []

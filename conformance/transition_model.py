@@ -36,6 +36,7 @@ class SpecModel:
     enabled: bool
     dtype: torch.dtype
     cache_flag: bool
+    cache_key: str  # rules.cache.key, or what the release does (known_bugs.cache_key)
     grad: str = "grad"  # "grad" | "no_grad" | "inference"
     nesting: int = 0
     frames: list[Frame] = field(default_factory=list)
@@ -77,7 +78,7 @@ class SpecModel:
         return frame
 
     def _key(self, src: torch.Tensor, dtype: torch.dtype) -> Any:
-        return (id(src), dtype) if self.rules.cache.key == "source_and_dtype" else id(src)
+        return (id(src), dtype) if self.cache_key == "source_and_dtype" else id(src)
 
     def _caching(self) -> bool:
         return self.cache_flag and (self.grad != "inference" or self.rules.cache.in_inference_mode)

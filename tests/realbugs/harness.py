@@ -143,13 +143,22 @@ def table(outcomes: dict[str, Outcome], entries: Iterable[Entry] = ENTRIES) -> s
 
 
 def score(outcomes: Iterable[Outcome]) -> tuple[int, int]:
-    done = list(outcomes)
+    """(caught, entries the suite can see); uncatchable entries are listed, not scored."""
+    done = [o for o in outcomes if o.status != "uncatchable"]
     return sum(1 for o in done if o.status == "caught"), len(done)
 
 
+def score_line(outcomes: Iterable[Outcome]) -> str:
+    done = list(outcomes)
+    k, n = score(done)
+    apart = sum(1 for o in done if o.status == "uncatchable")
+    return f"real bugs caught: {k}/{n}" + (
+        f" ({apart} more listed as uncatchable by design, with the reason)" if apart else ""
+    )
+
+
 def block(outcomes: dict[str, Outcome]) -> str:
-    k, n = score(outcomes.values())
-    return f"{table(outcomes)}\n\nreal bugs caught: {k}/{n}\n"
+    return f"{table(outcomes)}\n\n{score_line(outcomes.values())}\n"
 
 
 def readme_table_rows() -> list[list[str]]:
@@ -202,9 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.ids:
             raise SystemExit("--update-readme needs the whole corpus: give no ids")
         replace_readme_block(START, END, block(outcomes))
+    print(score_line(outcomes.values()))
     k, n = score(outcomes.values())
-    print(f"real bugs caught: {k}/{n}")
-    return 0 if all(o.as_expected for o in outcomes.values()) else 1
+    return 0 if k == n and all(o.as_expected for o in outcomes.values()) else 1
 
 
 if __name__ == "__main__":
