@@ -202,6 +202,9 @@ def _flatten_rules(rules: Rules) -> dict[str, Any]:
             key = f"{prefix}{f.name}"
             if dataclasses.is_dataclass(v):
                 walk(key + ".", v)
+            elif isinstance(v, tuple) and v and all(hasattr(x, "id") for x in v):
+                for item in v:  # entries with an id (known_bugs): compared per id, field by field
+                    walk(f"{key}.{item.id}.", item)
             else:
                 out[key] = _plain(v)
 

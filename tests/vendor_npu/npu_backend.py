@@ -90,19 +90,19 @@ def any_eligible(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 
 def widest(args: tuple[Any, ...], kwargs: dict[str, Any], lower: torch.dtype) -> torch.dtype:
-    out = lower
+    """float32 when an eligible input is float32, or when float16 and bfloat16 meet; else ``lower``."""
+    seen: set[torch.dtype] = set()
 
     def walk(v: Any) -> None:
-        nonlocal out
         if isinstance(v, (list, tuple)):
             for x in v:
                 walk(x)
-        elif eligible(v) and v.dtype == F32:
-            out = F32
+        elif eligible(v):
+            seen.add(v.dtype)
 
     walk(list(args))
     walk(list(kwargs.values()))
-    return out
+    return F32 if F32 in seen or {torch.float16, torch.bfloat16} <= seen else lower
 
 
 def below_autocast() -> Any:
