@@ -69,6 +69,9 @@ def test_mode_matches_eager(
     mode, op, dtype, inputs = mode_case
     if target.policy_only:
         pytest.skip("--policy-only: script/trace/compile need the backend's kernels")
+    why = refusal.intercept_only(target, op)
+    if why:
+        pytest.skip(why)
     backend = modes.compile_backend(request.config)
     eager = _run("eager", target, op, dtype, inputs, backend)
     if isinstance(eager, BaseException):

@@ -393,6 +393,7 @@ def _build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
             nondeterministic=bool(d.get("nondeterministic", False)),
             fake_kernel=bool(d.get("fake_kernel", True)),
             needs_device=bool(d.get("needs_device", False)),
+            intercept_only=d.get("intercept_only", ""),
             scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(
                 KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])

@@ -183,6 +183,7 @@ class OpInfo:
     nondeterministic: bool = False
     fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
     needs_device: bool = False  # True: even its Autocast kernel calls the device runtime
+    intercept_only: str = ""  # why the kernel cannot run the samples: policy checked below Autocast only
     kernel_gaps: tuple[KernelGap, ...] = ()
     scratch_outputs: tuple[int, ...] = ()  # workspace outputs: compared by dtype and shape only
     note: str = ""
