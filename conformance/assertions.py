@@ -260,3 +260,32 @@ def assert_untouched(
             without_autocast=", ".join(outputs[1]),
             rule=why,
         )
+
+
+def assert_scenario(
+    case: Case,
+    what: str,
+    expected: Any,
+    observed: Any,
+    m: Materialized | None = None,
+    steps: Sequence[str] = (),
+    rule: str = "",
+) -> None:
+    """A semantic check (cache, threads, custom functions): ``observed`` equals ``expected``.
+
+    On failure: what differs, the inputs, the spec rule, and a reproduction whose
+    comments give the scenario's steps around the call."""
+    if expected == observed:
+        return
+    where = f"{case.op} on {case.device}" if case.op else f"autocast({case.device!r})"
+    dtype = f" under autocast({case.dtype})" if case.dtype else ""
+    inputs = f"\n  inputs: {describe(list(m.args))} {describe(m.kwargs) if m.kwargs else ''}" if m else ""
+    scenario = "\n".join(f"    # {s}" for s in steps)
+    snippet = reproduction(case, m) if case.op else f"    import torch\n{scenario}"
+    if case.op and scenario:
+        snippet += "\n" + scenario
+    pytest.fail(
+        f"{what}: {where}{dtype} [{case.variant}]{inputs}\n  rule: {rule}\n"
+        f"  expected: {expected}\n  observed: {observed}\n  reproduce:\n{snippet}",
+        pytrace=False,
+    )

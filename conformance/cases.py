@@ -1,21 +1,19 @@
 """Spec -> test cases: pure functions from a :class:`Target` to parametrization.
 
 Each category has a generator returning :class:`Case` objects in a stable order
-(so pytest-xdist workers agree). :func:`coverage` says, for every op the device
-spec lists, which categories produced tests for it; an op that yields none in a
-category it should be tested in is a loud failure (``test_coverage.py``).
+(so pytest-xdist workers agree); :mod:`conformance.registry` names them, with
+the categories they belong to and the coverage every listed op owes them.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from reference_impl.policy import SlotKind, signature
 from reference_impl.probe.observe import synthesize_call
-from reference_impl.spec.model import OpInfo, Policy
+from reference_impl.spec.model import OpInfo, Policy, Rules
 from reference_impl.torch_registry import (
     all_op_names,
     autocast_registrations,
@@ -83,8 +81,17 @@ PROMOTE_MIXES: dict[str, Mix] = {
 
 # Eligibility kinds: inputs autocast must leave alone. ``dtype`` kinds replace
 # every test-float tensor; the rest are about where/how the op is called.
-ELIGIBILITY_DTYPE_KINDS: dict[str, str] = {"float64": "float64", "int64": "int64", "bool": "bool"}
+NON_FLOATING_KINDS = ("int64", "bool")
 ELIGIBILITY_CALL_KINDS = ("other_device", "inplace", "out")
+
+
+def eligibility_dtype_kinds(rules: Rules) -> dict[str, str]:
+    """The input dtypes rules.eligibility says are never cast: each never_cast dtype, and
+    integer and bool tensors under floating_only."""
+    kinds = {d: d for d in rules.eligibility.never_cast}
+    if rules.eligibility.floating_only:
+        kinds.update({k: k for k in NON_FLOATING_KINDS})
+    return kinds
 
 
 def other_device(device: str) -> str:
@@ -171,6 +178,8 @@ def numerics(target: Target) -> list[Case]:
 
 
 def eligibility(target: Target) -> list[Case]:
+    """Per listed op, the inputs and calls rules.eligibility and rules.out_of_place_only exempt."""
+    rules = target.spec.rules
     out = []
     for dtype in target.dtypes:
         for op, pol in _listed(target):
@@ -179,13 +188,25 @@ def eligibility(target: Target) -> list[Case]:
                 continue
             mix = DISCRIMINATING_MIX[pol]
             if pol is not Policy.BANNED:
-                for kind, dt in ELIGIBILITY_DTYPE_KINDS.items():
+                for kind, dt in eligibility_dtype_kinds(rules).items():
                     out.append(
                         Case("eligibility", target.device, dtype, pol.value, op, op, variant=kind, mix=(dt,))
                     )
-            out.append(
-                Case("eligibility", target.device, dtype, pol.value, op, op, variant="other_device", mix=mix)
-            )
+            if rules.eligibility.same_device_only:
+                out.append(
+                    Case(
+                        "eligibility",
+                        target.device,
+                        dtype,
+                        pol.value,
+                        op,
+                        op,
+                        variant="other_device",
+                        mix=mix,
+                    )
+                )
+            if not rules.out_of_place_only:
+                continue
             ip = inplace_variant(op)
             if ip is not None and same_arguments(op, ip):
                 out.append(
@@ -348,60 +369,6 @@ def autograd(target: Target) -> list[Case]:
                 continue
             out.append(Case("autograd", target.device, dtype, pol.value, op, op, mix=DISCRIMINATING_MIX[pol]))
     return out
-
-
-GENERATORS: dict[str, Callable[[Target], list[Case]]] = {
-    "op_policy": op_policy,
-    "entry_agreement": entry_agreement,
-    "numerics": numerics,
-    "eligibility": eligibility,
-    "registration": registration,
-    "unlisted": unlisted,
-    "promote": promote,
-    "banned": banned,
-    "opt_dtype": opt_dtype,
-    "autograd": autograd,
-}
-
-
-_CACHE: dict[tuple[int, str], list[Case]] = {}
-
-
-def cases(target: Target, generator: str) -> list[Case]:
-    key = (id(target), generator)
-    if key not in _CACHE:
-        _CACHE[key] = GENERATORS[generator](target)
-    return _CACHE[key]
-
-
-def expected_categories(policy: Policy) -> tuple[str, ...]:
-    """The generators every listed op of ``policy`` must produce tests in."""
-    if policy is Policy.BANNED:
-        return ("banned", "eligibility", "registration")
-    base = ("op_policy", "numerics", "eligibility", "registration")
-    if policy is Policy.PROMOTE:
-        return (*base, "promote")
-    if policy in (Policy.LOWER_PRECISION_FP, Policy.FP32):
-        return (*base, "autograd")
-    return base
-
-
-def coverage(target: Target) -> dict[str, list[str]]:
-    """For each listed op, the categories in which it yields no test."""
-    produced: dict[str, set[str]] = {}
-    for gen in GENERATORS:
-        for c in cases(target, gen):
-            produced.setdefault(c.op, set()).add(gen)
-    gaps: dict[str, list[str]] = {}
-    for op, pol in _listed(target):
-        missing = [c for c in expected_categories(pol) if c not in produced.get(op, set())]
-        gaps[op] = missing
-    return gaps
-
-
-def all_cases(target: Target) -> Iterable[Case]:
-    for gen in GENERATORS:
-        yield from cases(target, gen)
 
 
 def probe_op(target: Target, policy: Policy = Policy.LOWER_PRECISION_FP) -> str | None:

@@ -14,7 +14,7 @@ from reference_impl.probe.observe import synthesize_call
 from reference_impl.samples import Materialized, dtype_of, entry_point_sample
 from reference_impl.spec.model import EntryPoint, Sample, Tolerance
 
-from .cases import ELIGIBILITY_DTYPE_KINDS, Case, other_device
+from .cases import ELIGIBILITY_CALL_KINDS, Case, other_device
 from .runner import (
     Outcome,
     call_entry,
@@ -276,24 +276,23 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
         fn = op_overload(entry)
         calls, err = intercepted(target, lower, entry, lambda: fn(*m2.args, **m2.kwargs))
         outputs = None
-        if case.variant in ELIGIBILITY_DTYPE_KINDS:
+        if case.variant not in ELIGIBILITY_CALL_KINDS:
             on = run_native(target, lower, lambda: fn(*m2.args, **m2.kwargs))
             with quiet():
                 off = capture(lambda: fn(*m2.args, **m2.kwargs))
             if on.error is None and off.error is None:
                 outputs = (on.dtypes, off.dtypes)
     why = {
-        "float64": "float64 is never cast (rules.eligibility.never_cast)",
         "int64": "integer tensors are not floating point (rules.eligibility.floating_only)",
         "bool": "bool tensors are not floating point (rules.eligibility.floating_only)",
         "inplace": "in-place variants are not autocast (rules.out_of_place_only)",
         "out": "out= variants are not autocast (rules.out_of_place_only)",
-    }[case.variant]
+    }.get(case.variant, f"{case.variant} is never cast (rules.eligibility.never_cast)")
     given = tensor_dtypes([*m2.args, *m2.kwargs.values()])
     # fp32_append_dtype redispatches to another overload even for ineligible inputs
     # (appending their own dtype): follow the call the reference plan names.
     arrives_as = entry
-    if case.variant in ELIGIBILITY_DTYPE_KINDS:
+    if case.variant not in ELIGIBILITY_CALL_KINDS:
         arrives_as = plan_for(target, lower, entry, m2).target_op
     return Untouched(m2, given, _arrived(calls, arrives_as), err, arrives_as, why, outputs)
 

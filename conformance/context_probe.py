@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,36 @@ class Probe:
             call_entry(self.op, self.op, self.inputs)
         assert calls, f"{self.op} did not reach the kernel below Autocast"
         return [*calls[0].args, *calls[0].kwargs.values()]
+
+
+def flat_tensors(values: list[Any]) -> list[torch.Tensor]:
+    """The tensors among ``values`` (tensor lists flattened), in order."""
+    out: list[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out.extend(x for x in v if isinstance(x, torch.Tensor))
+    return out
+
+
+def autocast_acts(target: Target, lower: torch.dtype) -> str | None:
+    """None when the autocast under test really enables on this backend here, else why not."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with target.autocast_impl(target.device, dtype=lower):
+            on = torch.is_autocast_enabled(target.device)
+    if on:
+        return None
+    why = "; ".join(str(x.message).splitlines()[0] for x in w) or "it stays disabled"
+    return f"autocast({target.device!r}) does not enable on this machine ({why})"
+
+
+def require_autocast(target: Target, lower: torch.dtype) -> None:
+    """Skip the test unless the autocast under test enables here (context tests need it)."""
+    why = autocast_acts(target, lower)
+    if why:
+        pytest.skip(why)
 
 
 def make_probe(target: Target, requires_grad: bool = False) -> Probe:

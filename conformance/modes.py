@@ -4,7 +4,7 @@ A pytest sub-plugin (listed in ``conformance.plugin.pytest_plugins``) that adds
 
 * ``--mode eager|script|trace|compile`` (repeatable; default ``eager``),
 * ``--compile-backend aot_eager|inductor|...`` (default ``aot_eager``: no C++ toolchain),
-* the ``jit`` marker and a terminal-summary line counting declared divergences.
+* a terminal-summary line counting declared divergences (markers: conformance.registry).
 
 :func:`run_in_mode` is the one entry point other tests call: it wraps a single
 op call (an aten op name such as ``aten::mm`` or a public entry point such as
@@ -59,11 +59,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=DEFAULT_COMPILE_BACKEND,
         help="torch.compile backend for --mode compile (default aot_eager; inductor needs a C++ compiler)",
     )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "jit: TorchScript / trace / torch.compile limitations and mode checks")
-    config.addinivalue_line("markers", "mode_check: an op run through --mode script|trace|compile vs eager")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -373,12 +368,29 @@ def judge(
 # ---------------------------------------------------------------------------
 
 
-def autocast_state(device: str) -> tuple[bool, str, bool]:
+STATE_FIELDS = ("enabled", "dtype", "cache_enabled", "nesting")
+
+
+def nesting_depth() -> int:
+    """The autocast nesting counter (``torch.autocast_increment_nesting`` returns the new depth)."""
+    depth = torch.autocast_increment_nesting()
+    torch.autocast_decrement_nesting()
+    return int(depth) - 1
+
+
+def autocast_state(device: str) -> tuple[bool, str, bool, int]:
+    """(enabled, dtype, cache_enabled, nesting depth): what leaves a region as it found it."""
     return (
         bool(torch.is_autocast_enabled(device)),
         dtype_name(torch.get_autocast_dtype(device)),
         bool(torch.is_autocast_cache_enabled()),
+        nesting_depth(),
     )
+
+
+def state_change(before: tuple[object, ...], after: tuple[object, ...]) -> str:
+    """Which fields of :func:`autocast_state` changed ("" when none), e.g. ``nesting changed``."""
+    return ", ".join(f"{f} changed" for f, b, a in zip(STATE_FIELDS, before, after, strict=True) if b != a)
 
 
 @contextlib.contextmanager
@@ -389,9 +401,14 @@ def restored_state(device: str) -> Iterator[None]:
         torch.get_autocast_dtype(device),
         torch.is_autocast_cache_enabled(),
     )
+    depth = nesting_depth()
     try:
         yield
     finally:
         torch.set_autocast_enabled(device, before[0])
         torch.set_autocast_dtype(device, before[1])
         torch.set_autocast_cache_enabled(before[2])
+        while nesting_depth() > depth:
+            torch.autocast_decrement_nesting()
+        while nesting_depth() < depth:
+            torch.autocast_increment_nesting()

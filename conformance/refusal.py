@@ -60,7 +60,13 @@ def raw_call(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Ou
 
 # Checks that need the op's kernel to run (an output to compare): (category, variant),
 # "" for every variant of the category.
-NEEDS_OUTPUT = (("numerics", ""), ("autograd", ""), ("eligibility", "other_device"))
+NEEDS_OUTPUT = (
+    ("numerics", ""),
+    ("autograd", ""),
+    ("eligibility", "other_device"),
+    ("op_policy", "vmap"),
+    ("op_policy", "grad"),
+)
 
 
 def intercept_only(target: Target, op: str) -> str | None:

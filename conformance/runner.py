@@ -42,8 +42,13 @@ def quiet() -> Iterator[None]:
         yield
 
 
+# "foreign": the other lower dtype (float16 under bfloat16 autocast and the reverse).
+FOREIGN = {"float16": "bfloat16", "bfloat16": "float16"}
+
+
 def resolve_mix(mix: Mix, lower: str) -> tuple[torch.dtype, ...]:
-    return tuple(dtype_of(lower if m == "lower" else m) for m in mix)
+    names = {"lower": lower, "foreign": FOREIGN.get(lower, "float16")}
+    return tuple(dtype_of(names.get(m, m)) for m in mix)
 
 
 def _recast(arg: Any, value: Any, dtypes: Sequence[torch.dtype], counter: list[int]) -> Any:

@@ -12,7 +12,8 @@ import torch
 from reference_impl.samples import dtype_of
 
 from . import cases as gen
-from . import refusal
+from . import refusal, registry
+from .context_probe import require_autocast
 from .plugin import TARGET_KEY, target_of
 from .state import restore, snapshot
 from .target import Target
@@ -58,7 +59,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             pytest.param(
                 c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers] + _device_skip(target, c)
             )
-            for c in gen.cases(target, marker.args[0])
+            for c in registry.cases(target, marker.args[0])
         ]
         params += _absent_params(target, marker.args[0])
         metafunc.parametrize("case", params)
@@ -92,9 +93,10 @@ def _absent_params(target: Target, category: str) -> list[Any]:
     out = []
     for op in target.absent_ops:
         entry = full.ops.get(op) if full else None
-        if entry is None or category not in gen.expected_categories(entry.policy):
+        owner = registry.category_of(category)
+        if entry is None or owner not in registry.expected_categories(entry.policy, target.spec.rules):
             continue
-        case = gen.Case(category, target.device, "", entry.policy.value, op)
+        case = gen.Case(owner, target.device, "", entry.policy.value, op)
         marks = [
             *(getattr(pytest.mark, m) for m in case.markers),
             pytest.mark.skip(reason=target.absent_reason(op)),
@@ -146,12 +148,4 @@ def target(request: pytest.FixtureRequest) -> Target:
 @pytest.fixture
 def native_autocast(target: Target, lower: torch.dtype) -> None:
     """Skip unless the autocast under test really enables on this backend here (context tests need it)."""
-    import warnings
-
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        with target.autocast_impl(target.device, dtype=lower):
-            on = torch.is_autocast_enabled(target.device)
-    if not on:
-        why = "; ".join(str(x.message).splitlines()[0] for x in w) or "it stays disabled"
-        pytest.skip(f"autocast({target.device!r}) does not enable on this machine ({why})")
+    require_autocast(target, lower)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -162,12 +162,12 @@ def _dtypes_for(ds: DeviceSpec, dtype: str | None) -> tuple[str, ...]:
     return (dtype,)
 
 
-def _load(paths: tuple[str, ...]) -> Spec:
+def _load(paths: tuple[str, ...], categories: Collection[str] | None = None) -> Spec:
     for p in paths:
         if not Path(p).exists():
             raise TargetError(f"--spec {p}: no such file or directory")
     try:
-        return load_spec([Path(p) for p in paths] or None, nearest=True)
+        return load_spec([Path(p) for p in paths] or None, nearest=True, categories=categories)
     except SpecError as e:
         first = e.problems[0] if e.problems else None
         more = (
@@ -179,12 +179,14 @@ def _load(paths: tuple[str, ...]) -> Spec:
         raise TargetError(f"--spec: cannot load {where}: {type(e).__name__}: {e}") from None
 
 
-def resolve_target(opts: Options) -> Target:
-    """Validate the options against the spec and the machine."""
+def resolve_target(opts: Options, categories: Collection[str] | None = None) -> Target:
+    """Validate the options against the spec and the machine.
+
+    ``categories``: the test categories ``mandatory_core`` may name (the registry's)."""
     backend = opts.backend or "cpu"
     if opts.implementation not in IMPLEMENTATIONS:
         raise TargetError(f"--implementation {opts.implementation}: use one of {', '.join(IMPLEMENTATIONS)}")
-    spec = _load(opts.spec)
+    spec = _load(opts.spec, categories)
     ds = _device_spec_for(spec, backend)
     dtypes = _dtypes_for(ds, opts.dtype)
     for d in dtypes:

@@ -12,6 +12,7 @@ import pytest
 from conformance.assertions import fail
 from conformance.cases import Case
 from conformance.checks import autograd_call
+from conformance.deep_checks import checkpointed, grad_run, grads_differ
 from conformance.target import Target
 
 
@@ -39,3 +40,30 @@ def test_grad_dtypes(target: Target, case: Case) -> None:
             expected=r.reference.backward_dtypes,
             observed=r.native.backward_dtypes,
         )
+
+
+@pytest.mark.real_tensors
+@pytest.mark.requires_kernels
+@pytest.mark.conformance_cases("checkpoint")
+def test_checkpoint_recompute(target: Target, case: Case) -> None:
+    """torch.utils.checkpoint's recompute runs under the forward's autocast state (enabled,
+    dtype, cache): the checkpointed call computes in the same dtypes and gets the same
+    gradients as the plain one (use_reentrant True and False)."""
+    m, plain = grad_run(target, case, None)
+    if plain.error:
+        pytest.skip(f"not differentiable with this sample without checkpoint: {plain.error}")
+    _, ck = grad_run(target, case, checkpointed(case.variant == "checkpoint_reentrant"))
+    what = f"torch.utils.checkpoint ({case.variant.removeprefix('checkpoint_')})"
+    if ck.error:
+        fail(case, f"{what} under autocast raised", m, error=ck.error)
+    if ck.forward_dtypes[:1] != plain.forward_dtypes[:1] or len(set(ck.forward_dtypes)) != 1:
+        fail(
+            case,
+            f"{what}: the recomputed forward ran in other dtypes than the forward",
+            m,
+            plain_forward=plain.forward_dtypes,
+            checkpoint_forward_then_recompute=ck.forward_dtypes,
+        )
+    why = grads_differ(ck.grads, plain.grads)
+    if why:
+        fail(case, f"{what}: gradients differ from the call without checkpoint", m, difference=why)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.cases import coverage, expected_categories
+from conformance.registry import coverage, expected_categories
 from conformance.target import Target
 
 
@@ -17,6 +17,6 @@ def test_spec_entry_has_tests(target: Target, listed_op: str) -> None:
         why = "spec/ops/ has no samples for it" if info is None or not info.samples else "see the generators"
         pytest.fail(
             f"{listed_op} ({entry.policy}, {entry.loc}) yields no {', '.join(missing)} tests "
-            f"(needs {', '.join(expected_categories(entry.policy))}): {why}",
+            f"(needs {', '.join(expected_categories(entry.policy, target.spec.rules))}): {why}",
             pytrace=False,
         )

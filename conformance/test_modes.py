@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import torch
 
-from conformance import modes, refusal
+from conformance import mode_grads, modes, refusal
+from conformance.known_bugs import judge
 from conformance.plugin import target_of
 from conformance.target import Target
 from reference_impl.samples import Materialized, dtype_of, materialize, output_tensors
@@ -24,9 +25,12 @@ from reference_impl.samples import Materialized, dtype_of, materialize, output_t
 pytestmark = [pytest.mark.jit, pytest.mark.mode_check]
 
 INPUTS = ("float32", "lower")
+GRAD_POLICIES = ("lower_precision_fp", "fp32")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "grad_case" in metafunc.fixturenames:
+        _grad_cases(metafunc)
     if "mode_case" not in metafunc.fixturenames:
         return
     target = target_of(metafunc.config)
@@ -40,6 +44,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 for inputs in INPUTS:
                     cases.append(pytest.param((mode, op, dtype, inputs), id=f"{mode}-{op}-{dtype}-{inputs}"))
     metafunc.parametrize("mode_case", cases)
+
+
+def _grad_cases(metafunc: pytest.Metafunc) -> None:
+    target = target_of(metafunc.config)
+    cases = []
+    if "compile" in modes.selected_modes(metafunc.config):
+        for dtype in target.dtypes:
+            for op, entry in sorted(target.device_spec.ops.items()):
+                info = target.spec.op_info(op)
+                runs = info is not None and info.fake_kernel and not info.intercept_only
+                if entry.policy.value in GRAD_POLICIES and runs:
+                    for v in mode_grads.VARIANTS:
+                        cases.append(pytest.param((op, dtype, v), id=f"grad-{op}-{dtype}-{v}"))
+    metafunc.parametrize("grad_case", cases)
 
 
 def _inputs(target: Target, op: str, dtype: str, inputs: str) -> Materialized:
@@ -128,29 +146,95 @@ def _when_eager_raised(target: Target, mode_case: tuple[str, str, str, str], eag
         )
 
 
+def test_mode_gradients_match_eager(
+    target: Target, grad_case: tuple[str, str, str], request: pytest.FixtureRequest
+) -> None:
+    """Backward through a compiled autocast region gives eager's gradients, bitwise: with the
+    op in the region, and inside a nested autocast(enabled=False) (mode_grads.py)."""
+    op, dtype, variant = grad_case
+    if target.policy_only:
+        pytest.skip("--policy-only: torch.compile needs the backend's kernels")
+    lower = dtype_of(dtype)
+    eager = mode_grads.gradients(target, op, lower, variant, None)
+    if isinstance(eager, str):
+        pytest.skip(f"not differentiable with this sample in eager: {eager}")
+    backend = modes.compile_backend(request.config)
+    compiled = mode_grads.gradients(target, op, lower, variant, backend)
+    if isinstance(compiled, str):
+        plain = mode_grads.gradients(target, op, None, variant, backend)
+        if isinstance(plain, str):
+            pytest.skip(f"torch.compile cannot run this sample without autocast either: {plain}")
+    judge(
+        target,
+        "modes.gradients",
+        "same gradients",
+        mode_grads.compare(eager, compiled, variant),
+        lambda why: pytest.fail(
+            f"compile (backend {backend}): gradients of {op} ({dtype}, {variant}) differ from eager"
+            f"\n  {why}\n"
+            f"  reproduce: pytest conformance --backend {target.device} --mode compile "
+            f"-k 'grad-{op}-{dtype}-{variant}'",
+            pytrace=False,
+        ),
+    )
+
+
+# How the exception escapes the region: a shape error (raised while tracing, under compile)
+# or an index out of range (raised by the kernel at run time, inside the compiled graph).
+ERRORS = ("shape", "runtime")
+
+
+def _raising_call(kind: str, dev: str) -> tuple[str, tuple[torch.Tensor, ...]]:
+    a = torch.rand(4, 4, device=dev)
+    if kind == "shape":
+        return "torch.mm", (a, torch.rand(3, 5, device=dev))  # mm(a, bad) raises inside the region
+    return "Tensor.__getitem__", (a, torch.tensor([99], device=dev))
+
+
+@pytest.mark.parametrize("error", ERRORS)
 @pytest.mark.parametrize("outer", ["off", "float16"])
 def test_exception_escaping_region_restores_state(
-    target: Target, request: pytest.FixtureRequest, outer: str
+    target: Target, request: pytest.FixtureRequest, outer: str, error: str
 ) -> None:
-    """An exception escaping an autocast region (in each selected mode) leaves the state as before."""
+    """An exception escaping an autocast region (in each selected mode) leaves the state as
+    before: enabled, dtype, cache_enabled and the nesting depth (rules.context
+    exception_restores_state; a leaked depth keeps the cast cache from ever being cleared)."""
     if target.policy_only:
         pytest.skip("--policy-only: script/trace/compile need the backend's kernels")
-    backend = modes.compile_backend(request.config)
     dev = target.device
-    a = torch.rand(4, 4, device=dev)
-    bad = torch.rand(3, 5, device=dev)  # mm(a, bad) raises inside the region
-    for mode in modes.selected_modes(request.config):
+    fn, args = _raising_call(error, dev)
+    # compile: the chosen backend, and Dynamo's own graph (backend "eager"): restoring the
+    # state is Dynamo's job whatever the backend
+    chosen = modes.compile_backend(request.config)
+    runs = [
+        (mode, backend)
+        for mode in modes.selected_modes(request.config)
+        for backend in (dict.fromkeys((chosen, "eager")) if mode == "compile" else (chosen,))
+    ]
+    for mode, backend in runs:
         with modes.restored_state(dev):
             if outer == "float16":
                 torch.set_autocast_enabled(dev, True)
                 torch.set_autocast_dtype(dev, torch.float16)
             before = modes.autocast_state(dev)
-            with pytest.raises(Exception):  # noqa: B017 - any error from the mismatched shapes
+            with pytest.raises(Exception):  # noqa: B017 - any error from the bad arguments
                 modes.run_in_mode(
-                    mode, "torch.mm", (a, bad), device=dev, dtype=dtype_of(target.dtypes[0]), backend=backend
+                    mode, fn, args, device=dev, dtype=dtype_of(target.dtypes[0]), backend=backend
                 )
             after = modes.autocast_state(dev)
-        assert after == before, (
-            f"{mode}: autocast state (enabled, dtype, cache) {before} -> {after} after an exception "
-            f"escaped the region; reproduce: pytest conformance --mode {mode} -k restores_state"
+        where = f"{mode} (backend {backend})" if mode == "compile" else mode
+
+        def report(
+            why: str, where: str = where, mode: str = mode, before: object = before, after: object = after
+        ) -> None:
+            pytest.fail(
+                f"{where}: autocast state {modes.STATE_FIELDS} {before} -> {after} after an exception "
+                f"({error}) escaped the region\n  {why}\n"
+                f"  reproduce: pytest conformance --mode {mode} -k 'restores_state and {error}'",
+                pytrace=False,
+            )
+
+        expected = "state as before"
+        judge(
+            target, "modes.exception_state", expected, modes.state_change(before, after) or expected, report
         )

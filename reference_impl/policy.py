@@ -231,8 +231,10 @@ def is_weight(
         return False
     if c.leaf_only and not t.is_leaf:
         return False
-    # autocast_mode.h also refuses views and CUDA-graph cached tensors.
-    return not t._is_view() and not torch._C._is_cached_tensor(t)  # type: ignore[attr-defined]
+    if c.exclude_views and t._is_view():
+        return False
+    # autocast_mode.h also refuses CUDA-graph cached tensors.
+    return not torch._C._is_cached_tensor(t)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------

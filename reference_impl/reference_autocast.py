@@ -56,8 +56,9 @@ def default_spec() -> Spec:
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.regions: list[autocast] = []
-        # The weight-cast cache: id(source) -> (weakref to source, cast copy).
-        self.cache: dict[int, tuple[weakref.ReferenceType[torch.Tensor], torch.Tensor]] = {}
+        # The weight-cast cache: id(source) (with the dtype under rules.cache.key
+        # source_and_dtype) -> (weakref to source, cast copy).
+        self.cache: dict[Any, tuple[weakref.ReferenceType[torch.Tensor], torch.Tensor]] = {}
 
 
 _TLS = _ThreadState()
@@ -87,7 +88,12 @@ def _arg_name(op: str, path: Path) -> str:
 
 
 def _cast(
-    plan: CastPlan, args: Sequence[Any], kwargs: Mapping[str, Any], use_cache: bool, record: bool
+    plan: CastPlan,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    use_cache: bool,
+    record: bool,
+    by_dtype: bool = False,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``apply_plan`` with ``cached_cast``'s weight cache and tracing."""
     a = list(args)
@@ -97,12 +103,13 @@ def _cast(
         src = _get(a, k, c.path)
         hit = False
         if c.weight and use_cache:
-            entry = _TLS.cache.get(id(src))
+            key = (id(src), c.to_dtype) if by_dtype else id(src)
+            entry = _TLS.cache.get(key)
             if entry is not None and entry[0]() is src:
                 new, hit = entry[1], True
             else:
                 new = src.to(c.to_dtype)
-                _TLS.cache[id(src)] = (weakref.ref(src), new)
+                _TLS.cache[key] = (weakref.ref(src), new)
         else:
             new = src.to(c.to_dtype)
         _set(a, k, c.path, new)
@@ -149,11 +156,13 @@ def _make_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchK
         if plan.raises is not None:
             raise BannedOpError(plan.raises) if banned else RuntimeError(plan.raises)
         use_cache = region is not None and torch.is_autocast_cache_enabled()
+        if torch.is_inference_mode_enabled() and not rules.cache.in_inference_mode:
+            use_cache = False
         record = region is not None and trace.tracing()
         with torch._C._ExcludeDispatchKeyGuard(below):
             if plan.untouched:
                 return op_overload(op)(*args, **kwargs)
-            a, k = _cast(plan, args, kwargs, use_cache, record)
+            a, k = _cast(plan, args, kwargs, use_cache, record, rules.cache.key == "source_and_dtype")
             return op_overload(plan.target_op)(*a, **k)
 
     kernel.__name__ = f"reference_autocast[{op}]" + ("(banned)" if banned else "")
@@ -339,7 +348,7 @@ class autocast:  # lower case: mirrors torch.autocast
             _TLS.regions.remove(self)
         if torch.autocast_decrement_nesting() == 0:
             torch.clear_autocast_cache()
-        if not _TLS.regions:
+        if not _TLS.regions or self.spec.rules.cache.cleared_at == "every_exit":
             clear_cache()
         enabled, dtype, cache = self._prev
         torch.set_autocast_enabled(self.device, enabled)

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +81,7 @@ class SuiteRun:
     tail: str  # the end of the output, for failure messages
     plugin: str = ""  # the -p plugin that installs the deviation
     env_var: str = ""  # the environment variable naming it
+    reasons: dict[str, str] = field(default_factory=dict)  # skipped/xfailed test id -> its reason
 
     @property
     def killed(self) -> bool:
@@ -94,6 +95,10 @@ class SuiteRun:
     @property
     def passed(self) -> list[str]:
         return sorted(t for t, r in self.results.items() if r == "passed")
+
+    def xfailed_with(self, prefix: str) -> list[str]:
+        """Tests reported xfail with a reason starting ``prefix`` (short ids)."""
+        return sorted(short(t) for t, why in self.reasons.items() if why.startswith(prefix))
 
     def killers(self) -> list[str]:
         """The failed tests that fail whatever the random draw (short ids)."""
@@ -124,7 +129,8 @@ def run_injected(selection: Sequence[str], injected: str | None, *, plugin: str,
         env = with_tests_on_path({env_var: injected or ""})
         p = run_suite(*selection, "-p", plugin, f"--junitxml={xml}", env_extra=env, paths=())
         results = outcomes(xml) if xml.exists() else {}
-    return SuiteRun(tuple(selection), injected, p.returncode, results, summary(p), plugin, env_var)
+        reasons = skip_reasons(xml) if xml.exists() else {}
+    return SuiteRun(tuple(selection), injected, p.returncode, results, summary(p), plugin, env_var, reasons)
 
 
 README = ROOT / "README.md"

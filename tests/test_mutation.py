@@ -29,8 +29,10 @@ CATEGORIES = {
     "opt_dtype",
     "autograd",
     "context",
+    "threads",
     "cache",
     "custom_function",
+    "custom_op",
     "jit",
     "self-conformance",
 }

@@ -129,8 +129,16 @@ def test_promote_widest_type_inside_lists() -> None:
     assert all(c.to_dtype == torch.float32 for c in plan.casts)
     lst[0] = lst[0].double()  # float64 is ignored by promote_type: the rest stays bfloat16
     assert plan_of(CPU, op, (*args[: slot.index], lst, *args[slot.index + 1 :]), kwargs).casts == ()
-    lst[0] = lst[0].half()  # two different lower dtypes: autocast refuses
-    plan = plan_of(CPU, op, (*args[: slot.index], lst, *args[slot.index + 1 :]), kwargs)
+    lst[0] = lst[0].half()  # two different lower dtypes: the rule promotes both to float32
+    foreign = (*args[: slot.index], lst, *args[slot.index + 1 :])
+    plan = plan_of(CPU, op, foreign, kwargs)
+    assert plan.raises is None and {c.to_dtype for c in plan.casts} == {torch.float32}
+    assert len(plan.casts) == len(lst)
+    # with foreign_float action 'error' (torch's prioritize) the plan raises its message
+    raising = dataclasses.replace(
+        RULES, promote=dataclasses.replace(RULES.promote, foreign_float_action="error")
+    )
+    plan = decide(CPU, raising, BF16, op, foreign, kwargs, SPEC.op_info(op))
     assert plan.raises is not None and "prioritize" in plan.raises
 
 

@@ -3,7 +3,9 @@
 For each entry of tests/realbugs/corpus.yaml: its probe must show the deviation (a replay
 that changes nothing is an error, not a catch), its suite selection must pass without
 the replay (one run per distinct selection), and with the replay it must fail as the
-entry's transitional ``expected`` says. Missed, present-in-torch and uncatchable entries
+entry's transitional ``expected`` says; a caught bug the installed torch still has is
+reported by the clean run as an xfail naming its declared known bug (spec/rules.yaml). Missed
+(present-in-torch ones included) and uncatchable entries
 are xfails with the reason (never counted as caught); ``tests/conftest.py`` prints
 ``real bugs caught: K/N``.
 """
@@ -22,6 +24,7 @@ from realbugs.harness import (
     evaluate,
     probe,
     readme_table_rows,
+    reported,
     run,
     selections,
 )
@@ -47,7 +50,7 @@ def test_readme_table_matches_corpus() -> None:
     for e in ENTRIES:
         want = [f"`{e.id}`", e.category, e.symptom]
         assert rows[e.id][:3] == want, f"README row for {e.id}: {rows[e.id][:3]} != {want}"
-        if e.expected != "caught" or e.kind != "replay":
+        if e.expected != "caught" or e.kind == "uncatchable":
             assert rows[e.id][3] == cell(None, e), f"README's last cell for {e.id}"
 
 
@@ -78,13 +81,42 @@ def test_real_bug(entry: Entry) -> None:
     problem = deviation_problem(entry, p)
     assert problem is None, f"{entry.id}: {problem}"
     if entry.kind == "present":
-        pytest.xfail(f"finding: torch shows it ({p.clean!r}); the suite misses it; needs: {entry.check}")
+        if entry.expected == "missed":
+            pytest.xfail(f"finding: torch shows it ({p.clean!r}); the suite misses it; needs: {entry.check}")
+        clean = run(entry.selection, None)
+        assert clean.returncode == 0 and clean.passed, f"the selection fails on this torch:\n{clean.repro()}"
+        xfails = reported(entry, clean)
+        assert xfails, f"{entry.id}: no test reports known bug {entry.known_bug} (xfail):\n{clean.repro()}"
+        _assert_readme_names(entry, set(xfails))
+        return
     r = run(entry.selection, entry.id)
     if entry.expected == "missed":
         assert not r.killed, f"{entry.id} is now caught: set expected: caught and regenerate the README"
         pytest.xfail(f"missed: needs {entry.check}")
     assert r.killed, f"{entry.id} ({entry.symptom}) is not caught:\n{r.repro()}"
+    _assert_readme_names(entry, {short(t) for t in r.failed})
+
+
+def _assert_readme_names(entry: Entry, failed: set[str]) -> None:
     named = {row[0].strip("`"): row[3] for row in readme_table_rows()}.get(entry.id, "")
-    failed = {short(t) for t in r.failed}
     stale = [t for t in named.split("`")[1::2] if t not in failed]
-    assert not stale, f"README names {stale} as catching {entry.id}, but they did not fail: {sorted(failed)}"
+    assert not stale, (
+        f"README names {stale} as catching {entry.id}, but they did not report it: {sorted(failed)}"
+    )
+
+
+def test_present_entry_is_caught_only_through_its_known_bug() -> None:
+    """A bug the installed torch has counts as caught when the clean run reports its declared
+    known bug as an xfail; a pass, another known bug's xfail or a plain skip is a miss."""
+    entry = next(e for e in ENTRIES if e.kind == "present" and e.known_bug)
+    p = Probe(clean=entry.present)
+    t = "conformance/test_x.py::test_x[a]"
+    mine = f"known bug {entry.known_bug} (https://github.com/x/y/issues/1): why"
+    for reasons, status in (
+        ({t: mine}, "caught"),
+        ({t: "known bug some-other-bug (https://x): why"}, "missed"),
+        ({t: f"skipped: {mine}"}, "missed"),
+        ({}, "missed"),
+    ):
+        clean = SuiteRun(entry.selection, None, 0, {t: "skipped", "t2": "passed"}, "", reasons=reasons)
+        assert evaluate(entry, p, clean, None).status == status, reasons

@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from conformance.errors import usage_error
+from conformance.registry import category_names
 from reference_impl.spec.model import Policy, Spec
 from reference_impl.spec.problems import SpecError, SpecProblem
 
@@ -55,9 +56,6 @@ DEFAULT_TIMEOUT_S = 300.0
 SUITE_PACKAGE = "conformance"
 HYPOTHESIS_PROFILE = "autocast-certify"
 SEED = 0
-
-# Suite markers that tag tests across categories, never a category themselves.
-_NOT_CATEGORIES = frozenset({"conformance", "hypothesis", "requires_kernels"})
 
 # Options of the worker command line that belong to the coordinator only.
 _COORDINATOR_ONLY = {
@@ -161,10 +159,8 @@ def collected_test(item: pytest.Item) -> B.CollectedTest:
 
 
 def _category_markers() -> frozenset[str]:
-    """The suite's category markers (conformance.plugin.CATEGORY_MARKERS)."""
-    from conformance.plugin import CATEGORY_MARKERS
-
-    return frozenset(CATEGORY_MARKERS) - _NOT_CATEGORIES
+    """The suite's categories (conformance.registry)."""
+    return category_names()
 
 
 def _module_category(item: pytest.Item) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from ..torch_registry import all_op_names
 from .model import DeviceSpec, JitLimitation, OpInfo
@@ -62,6 +62,21 @@ def rules_registry_problems(doc: YamlDocument) -> list[SpecProblem]:
         SpecProblem(doc.file, doc.line_of(("unlisted_watchlist", i)), unknown_op_message(op))
         for i, op in enumerate(doc.data.get("unlisted_watchlist") or [])
         if op not in names
+    ]
+
+
+def mandatory_core_problems(doc: YamlDocument, categories: Collection[str]) -> list[SpecProblem]:
+    """``mandatory_core`` names that are not categories the suite can make mandatory."""
+    known = ", ".join(sorted(categories))
+    return [
+        SpecProblem(
+            doc.file,
+            doc.line_of(("mandatory_core", i)),
+            f"mandatory_core: {name!r} is not a test category that can be mandatory "
+            f"(known: {known}){did_you_mean(name, categories)}",
+        )
+        for i, name in enumerate(doc.data.get("mandatory_core") or [])
+        if name not in categories
     ]
 
 

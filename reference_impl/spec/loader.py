@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +24,7 @@ from .model import (
     Arg,
     CacheRule,
     ContextRules,
+    CustomOpRules,
     DeviceSpec,
     Divergence,
     DtypeArg,
@@ -31,6 +32,7 @@ from .model import (
     EntryPoint,
     JitLimitation,
     KernelGap,
+    KnownBug,
     ListArg,
     Literal,
     ModeDivergences,
@@ -394,6 +396,7 @@ def _build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
             fake_kernel=bool(d.get("fake_kernel", True)),
             needs_device=bool(d.get("needs_device", False)),
             intercept_only=d.get("intercept_only", ""),
+            functorch_gaps=frozen_map(d.get("functorch_gaps", {})),
             scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(
                 KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])
@@ -403,7 +406,24 @@ def _build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
     return out
 
 
-def _build_rules(doc: YamlDocument) -> Rules:
+def _known_bugs(doc: YamlDocument, version: str) -> tuple[KnownBug, ...]:
+    return tuple(
+        KnownBug(
+            id=b["id"],
+            check=b["check"],
+            observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
+            reason=b["reason"],
+            source=b["source"],
+            torch_versions=b["torch"],
+            loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
+            devices=tuple(b.get("devices", [])),
+        )
+        for i, b in enumerate(doc.data.get("known_bugs", []))
+        if specifier_contains(b["torch"], version)
+    )
+
+
+def _build_rules(doc: YamlDocument, version: str) -> Rules:
     d = doc.data
     el, ca, cx = d["eligibility"], d["cache"], d["context"]
     return Rules(
@@ -415,15 +435,20 @@ def _build_rules(doc: YamlDocument) -> Rules:
             ca["requires_grad_only"],
             tuple(Policy(p) for p in ca["policies"]),
             ca["cleared_at"],
+            ca["exclude_views"],
+            ca["key"],
+            ca["in_inference_mode"],
         ),
         context=ContextRules(**cx),
         default_tolerance=_tolerances(d["default_tolerance"]),
         loc=SourceLoc(doc.file, 1),
         mandatory_core=tuple(d.get("mandatory_core", [])),
         unlisted_watchlist=tuple(d.get("unlisted_watchlist", [])),
+        custom_ops=CustomOpRules(tuple((d.get("custom_ops") or {}).get("register_autocast_devices", ()))),
         promote=PromoteRule(
             d["promote"]["foreign_float"]["action"], d["promote"]["foreign_float"]["message"]
         ),
+        known_bugs=_known_bugs(doc, version),
     )
 
 
@@ -517,6 +542,7 @@ def load_spec(
     check_registry: bool = True,
     nearest: bool = False,
     build: frozenset[str] | None = None,
+    categories: Collection[str] | None = None,
 ) -> Spec:
     """Load and check a spec.
 
@@ -530,6 +556,8 @@ def load_spec(
     as the nearest covered release (:attr:`Spec.installed_torch` keeps the real one).
     ``build``: the build features ``build:`` conditions are judged by (default: the
     installed torch's, :func:`~reference_impl.torch_registry.build_features`).
+    ``categories``: the test categories that may be mandatory (the suite's registry);
+    a ``mandatory_core`` name outside them is a problem at its line.
     """
     installed = installed_torch_version()
     version = torch_version or installed
@@ -605,7 +633,7 @@ def load_spec(
                 + (f" (found {len(col.rules)})" if col.rules else " (found none)"),
             )
         )
-    rules = _build_rules(col.rules[0]) if col.rules else None
+    rules = _build_rules(col.rules[0], version) if col.rules else None
 
     ops: dict[str, OpInfo] = {}
     for d in col.ops:
@@ -639,6 +667,8 @@ def load_spec(
         if col.rules and claimed:
             probs.extend(checks.rules_registry_problems(col.rules[0]))
     probs.extend(checks.limitation_problems(limitations))
+    if categories is not None and col.rules:
+        probs.extend(checks.mandatory_core_problems(col.rules[0], categories))
     if probs or rules is None:
         raise SpecError(probs)
 

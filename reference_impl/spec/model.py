@@ -184,6 +184,8 @@ class OpInfo:
     fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
     needs_device: bool = False  # True: even its Autocast kernel calls the device runtime
     intercept_only: str = ""  # why the kernel cannot run the samples: policy checked below Autocast only
+    # transform (vmap | grad) -> why the op's first sample does not keep its policy under it
+    functorch_gaps: Mapping[str, str] = field(default_factory=frozen_map)
     kernel_gaps: tuple[KernelGap, ...] = ()
     scratch_outputs: tuple[int, ...] = ()  # workspace outputs: compared by dtype and shape only
     note: str = ""
@@ -207,7 +209,10 @@ class CacheRule:
     leaf_only: bool
     requires_grad_only: bool
     policies: tuple[Policy, ...]
-    cleared_at: str  # "outermost_exit"
+    cleared_at: str  # "outermost_exit" | "every_exit"
+    exclude_views: bool = True  # views are never cached
+    key: str = "source"  # "source": found whatever the dtype now is | "source_and_dtype"
+    in_inference_mode: bool = False  # False: no caching or lookup under torch.inference_mode
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,14 @@ class ContextRules:
     new_thread_enabled: bool
     nesting_restores_state: bool
     exception_restores_state: bool
+    inference_mode_exit_restores_enabled: bool = True  # set_autocast_enabled inside it is undone
+
+
+@dataclass(frozen=True)
+class CustomOpRules:
+    """torch.library.custom_op + register_autocast: the device types it supports."""
+
+    register_autocast_devices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -224,6 +237,25 @@ class PromoteRule:
 
     foreign_float_action: str  # "error" | "promote"
     foreign_float_message: str
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """A bug of the torch releases it names, declared so a generated check reports it as an xfail.
+
+    The rule stays what autocast should do; ``observed`` is what the affected releases do
+    instead, in the check's own words. A backend matching the rule passes, one matching
+    ``observed`` is an xfail with the reason, anything else fails.
+    """
+
+    id: str
+    check: str  # the generated check it shows up in (conformance/known_bugs.py CHECKS)
+    observed: tuple[str, ...]  # each an observation the bug gives (in the check's words)
+    reason: str
+    source: str  # where it was reported
+    torch_versions: str
+    loc: SourceLoc
+    devices: tuple[str, ...] = ()  # empty: every device
 
 
 @dataclass(frozen=True)
@@ -237,6 +269,19 @@ class Rules:
     promote: PromoteRule = PromoteRule("error", "Unexpected floating ScalarType in at::autocast::prioritize")
     mandatory_core: tuple[str, ...] = ()  # test categories a vendor cannot waive
     unlisted_watchlist: tuple[str, ...] = ()  # ops users expect autocast to change, often wrongly
+    custom_ops: CustomOpRules = CustomOpRules()
+    known_bugs: tuple[KnownBug, ...] = ()  # for the spec's torch release only
+
+    def known_bug(self, check: str, device: str, observed: str) -> KnownBug | None:
+        """The declared bug of this release explaining ``observed`` in ``check`` on ``device``."""
+        return next(
+            (
+                b
+                for b in self.known_bugs
+                if b.check == check and observed in b.observed and (not b.devices or device in b.devices)
+            ),
+            None,
+        )
 
 
 @dataclass(frozen=True)

@@ -483,6 +483,27 @@ def _threads_inherit_state() -> None:
     threading.Thread.run = patched_run  # type: ignore[method-assign]
 
 
+def _threads_inherit_cache_flag() -> None:
+    start, run = threading.Thread.start, threading.Thread.run
+
+    def patched_start(self: threading.Thread) -> None:
+        depth = torch.autocast_increment_nesting() - 1
+        torch.autocast_decrement_nesting()
+        self._autocast_cache = (torch.is_autocast_cache_enabled(), depth)  # type: ignore[attr-defined]
+        start(self)
+
+    def patched_run(self: threading.Thread) -> None:
+        state = getattr(self, "_autocast_cache", None)
+        if state is not None:
+            torch.set_autocast_cache_enabled(state[0])
+            for _ in range(state[1]):
+                torch.autocast_increment_nesting()
+        run(self)
+
+    threading.Thread.start = patched_start  # type: ignore[method-assign]
+    threading.Thread.run = patched_run  # type: ignore[method-assign]
+
+
 def _never_clear_cache() -> None:
     torch.clear_autocast_cache = lambda: None
 
@@ -543,10 +564,17 @@ CONTEXT_MUTANTS = [
     ),
     context_mutant(
         "thread-inherits-state",
-        "context",
+        "threads",
         "a new thread starts with its parent's autocast state",
-        ("test_context.py",),
+        ("test_threads.py",),
         _threads_inherit_state,
+    ),
+    context_mutant(
+        "thread-inherits-cache-flag",
+        "threads",
+        "a new thread starts with its parent's cache flag and nesting depth (enabled and dtype are fresh)",
+        ("test_threads.py",),
+        _threads_inherit_cache_flag,
     ),
     context_mutant(
         "dtype-argument-ignored",
@@ -591,6 +619,16 @@ CONTEXT_MUTANTS = [
         ("test_cache.py",),
         _caching(lambda t: _float32(t) and t.is_leaf),
     ),
+    Mutant(
+        "cache-bug-in-one-kernel",
+        "cache",
+        "aten::bmm's Autocast kernel (not the probe op's) caches non-leaf float32 tensors that require grad",
+        CPU,
+        ("test_cache.py",),
+        op_keyword("aten::bmm"),
+        lambda: K.caching_kernel("aten::bmm", "cpu", lambda t: _float32(t) and t.requires_grad),
+        (("cpu", "aten::bmm", "lower_precision_fp"),),
+    ),
     context_mutant(
         "cache-keeps-nothing",
         "cache",
@@ -622,6 +660,50 @@ def _custom_fwd_ignores_cast_inputs() -> None:
         return orig(fwd, device_type=device_type) if fwd is not None else orig(device_type=device_type)
 
     torch.amp.custom_fwd = custom_fwd
+
+
+def _cast_also_float64(orig: Any) -> Any:
+    def _cast(value: Any, device_type: str, dtype: Any) -> Any:
+        if (
+            isinstance(value, torch.Tensor)
+            and value.dtype == torch.float64
+            and value.device.type == device_type
+        ):
+            return value.to(dtype)
+        return orig(value, device_type, dtype)
+
+    return _cast
+
+
+def _custom_casts_float64() -> None:
+    """custom_fwd(cast_inputs=...) and register_autocast also cast float64 tensors."""
+    import torch._library.custom_ops as custom_ops
+    import torch.amp.autocast_mode as autocast_mode
+
+    autocast_mode._cast = _cast_also_float64(autocast_mode._cast)
+    custom_ops._cast = _cast_also_float64(custom_ops._cast)  # type: ignore[attr-defined]
+
+
+def _custom_fwd_leaves_kwargs() -> None:
+    orig = torch.amp.custom_fwd
+
+    def custom_fwd(fwd: Any = None, *, device_type: str, cast_inputs: Any = None) -> Any:
+        if fwd is None:
+            return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+        def decorate(*args: Any, **kwargs: Any) -> Any:
+            bound = functools.partial(fwd, **kwargs)  # the keyword inputs skip cast_inputs
+            return orig(bound, device_type=device_type, cast_inputs=cast_inputs)(*args)
+
+        return decorate
+
+    torch.amp.custom_fwd = custom_fwd
+
+
+def _register_autocast_ignored() -> None:
+    import torch._library.custom_ops as custom_ops
+
+    custom_ops.CustomOpDef.register_autocast = lambda self, device_type, cast_inputs: None  # type: ignore[method-assign]
 
 
 def _jit_pass_off() -> None:
@@ -679,6 +761,28 @@ OTHER_MUTANTS = [
         "custom_fwd(cast_inputs=float32) neither casts the inputs nor disables autocast",
         ("test_custom_function.py",),
         _custom_fwd_ignores_cast_inputs,
+    ),
+    context_mutant(
+        "custom-casts-float64",
+        "custom_function",
+        "custom_fwd(cast_inputs=...) and register_autocast cast float64 inputs too",
+        ("test_custom_function.py", "test_custom_op.py"),
+        _custom_casts_float64,
+    ),
+    context_mutant(
+        "custom-fwd-leaves-kwargs",
+        "custom_function",
+        "custom_fwd(cast_inputs=...) casts positional inputs only, not keyword ones",
+        ("test_custom_function.py",),
+        _custom_fwd_leaves_kwargs,
+    ),
+    context_mutant(
+        "custom-op-autocast-ignored",
+        "custom_op",
+        "torch.library.register_autocast registers nothing: custom ops run uncast (cuda, FakeTensors)",
+        ("test_custom_op.py",),
+        _register_autocast_ignored,
+        options=CUDA_FAKE,
     ),
     context_mutant(
         "jit-autocast-pass-off",

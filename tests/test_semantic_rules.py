@@ -1,0 +1,231 @@
+"""The semantic categories are derived from the spec: each rules.yaml knob changes what
+the suite checks, the category registry is the one list of categories, and
+mandatory_core names are checked against it."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conformance import registry, semantic_cases, test_context, test_transitions
+from conformance.cases import Case, eligibility
+from conformance.custom_checks import custom_function_combination
+from conformance.semantic_checks import cache_scenario, thread_scenario
+from conformance.target import Options, Target, resolve_target
+from reference_impl.spec.loader import bundled_spec_dir, load_spec
+from reference_impl.spec.problems import SpecError
+
+DTYPE = "bfloat16"
+
+
+@pytest.fixture(scope="module")
+def cpu() -> Target:
+    return resolve_target(Options("cpu", DTYPE, (), None, False), categories=registry.mandatory_able())
+
+
+def with_rules(t: Target, part: str | None = None, **changes: Any) -> Target:
+    """``t`` with rules (or one part of them: cache, context, eligibility, custom_ops) changed."""
+    rules = t.spec.rules
+    new = (
+        replace(rules, **{part: replace(getattr(rules, part), **changes)})
+        if part
+        else replace(rules, **changes)
+    )
+    return replace(t, spec=replace(t.spec, rules=new))
+
+
+def _cache_case(t: Target, kind: str) -> Case:
+    return next(c for c in semantic_cases.cache(t) if c.variant == kind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "knob", "value"),
+    [
+        ("non_leaf", "leaf_only", False),
+        ("no_grad_inputs", "requires_grad_only", False),
+        ("view", "exclude_views", False),
+        ("nested_exit", "cleared_at", "every_exit"),
+        ("weights", "source_dtypes", ()),
+    ],
+)
+def test_cache_knob_changes_expectation(cpu: Target, kind: str, knob: str, value: Any) -> None:
+    case = _cache_case(cpu, kind)
+    before = cache_scenario(cpu, case)
+    assert before.expected == before.observed  # native torch 2.13 follows the bundled rules
+    after = cache_scenario(with_rules(cpu, "cache", **{knob: value}), case)
+    assert after.expected != before.expected, f"rules.cache.{knob}={value!r} changed nothing"
+
+
+def test_cache_policies_drive_the_ops(cpu: Target) -> None:
+    assert semantic_cases.cache(cpu)
+    assert not semantic_cases.cache(with_rules(cpu, "cache", policies=()))
+    assert "cache" not in registry.expected_categories(
+        next(iter(cpu.device_spec.ops.values())).policy, with_rules(cpu, "cache", policies=()).spec.rules
+    )
+
+
+@pytest.mark.parametrize(("knob", "value"), [("thread_local", False), ("new_thread_enabled", True)])
+def test_thread_knobs_change_expectation(cpu: Target, knob: str, value: bool) -> None:
+    case = Case("threads", "cpu", DTYPE, variant="parent_inside-enabled")
+    assert thread_scenario(cpu, case).expected is False
+    assert thread_scenario(with_rules(cpu, "context", **{knob: value}), case).expected is True
+
+
+def _kinds(t: Target) -> set[str]:
+    return {c.variant for c in eligibility(t)}
+
+
+@pytest.mark.parametrize(
+    ("part", "knob", "value", "gone"),
+    [
+        ("eligibility", "never_cast", (), {"float64"}),
+        ("eligibility", "floating_only", False, {"int64", "bool"}),
+        ("eligibility", "same_device_only", False, {"other_device"}),
+        (None, "out_of_place_only", False, {"inplace", "out"}),
+    ],
+)
+def test_eligibility_knobs_drive_the_variants(
+    cpu: Target, part: str | None, knob: str, value: Any, gone: set[str]
+) -> None:
+    assert gone <= _kinds(cpu)
+    assert not gone & _kinds(with_rules(cpu, part, **{knob: value}))
+
+
+def test_eligibility_rules_drive_custom_fwd(cpu: Target) -> None:
+    case = Case("custom_function", "cpu", DTYPE, variant="inside-cast_float32-float64")
+    assert custom_function_combination(cpu, case).expected["fwd_input"] == "float64"
+    relaxed = with_rules(cpu, "eligibility", never_cast=())
+    assert custom_function_combination(relaxed, case).expected["fwd_input"] == "float32"
+
+
+def test_custom_op_devices_drive_the_cases(cpu: Target) -> None:
+    assert semantic_cases.custom_op(cpu)
+    assert not semantic_cases.custom_op(with_rules(cpu, "custom_ops", register_autocast_devices=()))
+
+
+class _KeepsStateOnException:
+    """An autocast that leaves its state behind when an exception escapes."""
+
+    def __init__(self, device: str, dtype: torch.dtype | None = None, enabled: bool = True) -> None:
+        self.device, self.dtype, self.enabled = device, dtype, enabled
+
+    def __enter__(self) -> None:
+        self.prev = (torch.is_autocast_enabled(self.device), torch.get_autocast_dtype(self.device))
+        torch.set_autocast_enabled(self.device, self.enabled)
+        if self.dtype is not None:
+            torch.set_autocast_dtype(self.device, self.dtype)
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> bool:
+        if exc_type is None:
+            torch.set_autocast_enabled(self.device, self.prev[0])
+            torch.set_autocast_dtype(self.device, self.prev[1])
+        return False
+
+
+@pytest.mark.parametrize("restores", [True, False])
+def test_exception_knob_decides_the_check(cpu: Target, restores: bool) -> None:
+    t = with_rules(cpu, "context", exception_restores_state=restores)
+    stand_in = type("T", (), {"device": "cpu", "spec": t.spec, "autocast_impl": _KeepsStateOnException})()
+    before = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
+    try:
+        if restores:
+            with pytest.raises(AssertionError, match="after an exception"):
+                test_context.test_exception_restores_state(stand_in, torch.bfloat16)  # type: ignore[arg-type]
+        else:
+            test_context.test_exception_restores_state(stand_in, torch.bfloat16)  # type: ignore[arg-type]
+    finally:
+        torch.set_autocast_enabled("cpu", before[0])
+        torch.set_autocast_dtype("cpu", before[1])
+
+
+def _steps(t: Target, steps: list[tuple[str, dict[str, Any]]]) -> None:
+    machine = test_transitions.make_machine(t, DTYPE)()
+    try:
+        machine.choose_ops([0])
+        for name, kw in steps:
+            getattr(machine, name)(**kw)
+            machine.state_matches()
+    finally:
+        machine.teardown()
+
+
+NESTED_DTYPE = [
+    ("enter_region", {"enabled": True, "dtype": torch.bfloat16, "cache": None}),
+    ("call_with_weights", {"pick": 0}),
+    ("enter_region", {"enabled": True, "dtype": torch.float16, "cache": None}),
+    ("call_with_weights", {"pick": 0}),
+]
+INFERENCE = [
+    ("enter_region", {"enabled": True, "dtype": None, "cache": None}),
+    ("enter_grad_mode", {"mode": "inference"}),
+    ("call_with_weights", {"pick": 0}),
+    ("call_with_weights", {"pick": 0}),
+]
+INFERENCE_EXIT = [
+    ("enter_region", {"enabled": True, "dtype": None, "cache": None}),
+    ("enter_grad_mode", {"mode": "inference"}),
+    ("set_enabled", {"enabled": False}),
+    ("exit", {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("steps", "part", "knob", "value"),
+    [
+        (NESTED_DTYPE, None, "known_bugs", ()),  # key source_and_dtype, torch's bug undeclared
+        (INFERENCE, "cache", "in_inference_mode", True),
+        (INFERENCE_EXIT, "context", "inference_mode_exit_restores_enabled", False),
+    ],
+    ids=["cache.key", "cache.in_inference_mode", "context.inference_mode_exit_restores_enabled"],
+)
+def test_transition_knobs_change_the_model(
+    cpu: Target, steps: list[tuple[str, dict[str, Any]]], part: str | None, knob: str, value: Any
+) -> None:
+    _steps(cpu, steps)  # native torch 2.13 follows the bundled rules
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        _steps(with_rules(cpu, part, **{knob: value}), steps)
+
+
+def test_registry_is_the_one_list(cpu: Target) -> None:
+    from conformance.plugin import CATEGORY_MARKERS
+
+    names = [c.name for c in registry.CATEGORIES]
+    assert len(names) == len(set(names))
+    assert set(names) <= set(CATEGORY_MARKERS)
+    assert set(cpu.spec.rules.mandatory_core) <= registry.mandatory_able()
+    assert all(registry.category_of(g) for g in registry.GENERATORS)
+    # every test module of the suite is a category or belongs to one
+    suite = Path(registry.__file__).parent
+    modules = {p.stem.removeprefix("test_") for p in suite.glob("test_*.py")}
+    assert modules - set(names) <= {
+        "op_policy", "entry_agreement", "hypothesis", "jit_limitations", "modes"
+    }  # fmt: skip
+
+
+def test_mandatory_core_names_are_checked(tmp_path: Path) -> None:
+    spec = tmp_path / "spec"
+    shutil.copytree(bundled_spec_dir(), spec)
+    rules = spec / "rules.yaml"
+    rules.write_text(rules.read_text().replace("mandatory_core: [", "mandatory_core: [contxt, "))
+    with pytest.raises(SpecError) as e:
+        load_spec([spec], categories=registry.mandatory_able())
+    (problem,) = e.value.problems
+    assert problem.file.endswith("rules.yaml") and problem.line > 0
+    assert "'contxt' is not a test category" in problem.message and "did you mean context" in problem.message
+    load_spec([spec])  # without the registry the loader cannot know the names
+
+
+def test_new_thread_sees_defaults_natively() -> None:
+    """The fact the thread rules encode, on the installed torch."""
+    seen: list[bool] = []
+    with torch.autocast("cpu"):
+        t = threading.Thread(target=lambda: seen.append(torch.is_autocast_enabled("cpu")))
+        t.start()
+        t.join()
+    assert seen == [False]
