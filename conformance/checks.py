@@ -80,7 +80,8 @@ def policy_call(target: Target, case: Case, entry: str, mix: tuple[str, ...] | N
         op_inputs = m  # an entry point's own sample: the reference still gets these inputs
         expected = _reference(target, lower, case.op, entry, op_inputs)
         plan = _plan_text(target, lower, case.op, op_inputs)
-        if target.policy_only and native.error is not None:
+        by_interception = target.policy_only or target.spec.ops[case.op].intercept_only
+        if by_interception and native.error is not None:
             return _policy_by_interception(target, case, lower, m, native, plan, entry)
         if expected.error is not None and target.policy_only:
             expected = _from_plan(target, lower, case.op, op_inputs, expected)
@@ -133,8 +134,9 @@ def expected_arrival(target: Target, lower: torch.dtype, op: str, m: Materialize
 def _policy_by_interception(
     target: Target, case: Case, lower: torch.dtype, m: Materialized, native: Outcome, plan: str, entry: str
 ) -> PolicyResult:
-    """Policy-only, where the kernel cannot run on FakeTensors: compare what arrives below
-    Autocast with the plan (the kernel never runs, so its FakeTensor support does not matter).
+    """Policy-only, where the kernel cannot run on FakeTensors, or on any backend, where it
+    cannot run the samples (``intercept_only``): compare what arrives below Autocast with
+    the plan (the kernel never runs, so its FakeTensor support does not matter).
 
     The op's own arguments are recorded with autocast off (an entry point may rearrange
     them), the plan is decided on them, and the call under autocast must match it.

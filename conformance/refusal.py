@@ -56,3 +56,30 @@ def skip_if_refused(autocast_error: BaseException | None, raw: Outcome) -> None:
 def raw_call(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Outcome:
     """``op`` called without autocast on the inputs the reference's cast plan gives it."""
     return run_oracle(target, lower, op, m)
+
+
+# Checks that need the op's kernel to run (an output to compare): (category, variant),
+# "" for every variant of the category.
+NEEDS_OUTPUT = (
+    ("numerics", ""),
+    ("autograd", ""),
+    ("eligibility", "other_device"),
+    ("op_policy", "vmap"),
+    ("op_policy", "grad"),
+)
+
+
+def intercept_only(target: Target, op: str) -> str | None:
+    """The skip reason for output checks of an op whose kernel cannot run its samples
+    (``intercept_only`` in spec/ops): its policy is checked below Autocast instead."""
+    info = target.spec.op_info(op) if op else None
+    if info is None or not info.intercept_only:
+        return None
+    return (
+        f"{op}: no output to check: {info.intercept_only} (intercept_only at {info.loc}); "
+        "its policy is checked by what reaches the kernel below Autocast (test_op_policy)"
+    )
+
+
+def needs_output(category: str, variant: str) -> bool:
+    return (category, "") in NEEDS_OUTPUT or (category, variant) in NEEDS_OUTPUT

@@ -12,7 +12,7 @@ import torch
 from reference_impl.samples import dtype_of
 
 from . import cases as gen
-from . import registry
+from . import refusal, registry
 from .context_probe import require_autocast
 from .plugin import TARGET_KEY, target_of
 from .state import restore, snapshot
@@ -79,8 +79,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _device_skip(target: Target, case: gen.Case) -> list[Any]:
-    """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent."""
+    """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent,
+    and the output checks of an op whose kernel cannot run its samples (intercept_only)."""
     why = gen.device_needed(target, case.op) if case.op and case.category != "registration" else None
+    if why is None and refusal.needs_output(case.category, case.variant):
+        why = refusal.intercept_only(target, case.op)
     return [pytest.mark.skip(reason=why)] if why else []
 
 

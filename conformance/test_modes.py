@@ -53,7 +53,8 @@ def _grad_cases(metafunc: pytest.Metafunc) -> None:
         for dtype in target.dtypes:
             for op, entry in sorted(target.device_spec.ops.items()):
                 info = target.spec.op_info(op)
-                if entry.policy.value in GRAD_POLICIES and info is not None and info.fake_kernel:
+                runs = info is not None and info.fake_kernel and not info.intercept_only
+                if entry.policy.value in GRAD_POLICIES and runs:
                     for v in mode_grads.VARIANTS:
                         cases.append(pytest.param((op, dtype, v), id=f"grad-{op}-{dtype}-{v}"))
     metafunc.parametrize("grad_case", cases)
@@ -86,6 +87,9 @@ def test_mode_matches_eager(
     mode, op, dtype, inputs = mode_case
     if target.policy_only:
         pytest.skip("--policy-only: script/trace/compile need the backend's kernels")
+    why = refusal.intercept_only(target, op)
+    if why:
+        pytest.skip(why)
     backend = modes.compile_backend(request.config)
     eager = _run("eager", target, op, dtype, inputs, backend)
     if isinstance(eager, BaseException):

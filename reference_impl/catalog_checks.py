@@ -50,6 +50,8 @@ def sample_skip_reason(spec: Spec, op: str, device: str) -> str | None:
     info = spec.op_info(op)
     if info is not None and not info.fake_kernel and not device_is_real(device):
         return f"{op} has no FakeTensor kernel (fake_kernel: false at {info.loc}) and {device} is absent"
+    if info is not None and info.intercept_only:
+        return f"{op}: {info.intercept_only} (intercept_only at {info.loc})"
     return None
 
 

@@ -395,6 +395,7 @@ def _build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
             nondeterministic=bool(d.get("nondeterministic", False)),
             fake_kernel=bool(d.get("fake_kernel", True)),
             needs_device=bool(d.get("needs_device", False)),
+            intercept_only=d.get("intercept_only", ""),
             functorch_gaps=frozen_map(d.get("functorch_gaps", {})),
             scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(

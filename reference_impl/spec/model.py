@@ -183,6 +183,7 @@ class OpInfo:
     nondeterministic: bool = False
     fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
     needs_device: bool = False  # True: even its Autocast kernel calls the device runtime
+    intercept_only: str = ""  # why the kernel cannot run the samples: policy checked below Autocast only
     # transform (vmap | grad) -> why the op's first sample does not keep its policy under it
     functorch_gaps: Mapping[str, str] = field(default_factory=frozen_map)
     kernel_gaps: tuple[KernelGap, ...] = ()
