@@ -40,8 +40,8 @@ class Entry:
     replayed_on: str  # the backend the replay or probe runs on
     category: str
     symptom: str
-    replay: str | None = None  # a function in replays.py
-    probe: str | None = None  # a function in probes.py
+    replay: str | None = None  # a function in replays.py or replays_more.py
+    probe: str | None = None  # a function in probes.py or probes_more.py
     present: Any = None  # the probe's result on the installed torch, when torch still has it
     uncatchable: str | None = None  # why no suite run can see it
     options: tuple[str, ...] = ()
@@ -119,9 +119,9 @@ def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
                 problems.append(f"{where} an uncatchable entry has no replay, probe or selection")
             continue
         if e.probe not in PROBES:
-            problems.append(f"{where} probe {e.probe!r} is not in probes.py")
+            problems.append(f"{where} probe {e.probe!r} is not in probes.py or probes_more.py")
         if e.kind == "replay" and e.replay not in REPLAYS:
-            problems.append(f"{where} replay {e.replay!r} is not in replays.py")
+            problems.append(f"{where} replay {e.replay!r} is not in replays.py or replays_more.py")
         if e.kind == "present" and e.present is None:
             problems.append(f"{where} needs a replay, or present: (what the installed torch shows)")
         if e.expected not in EXPECTED:

@@ -415,3 +415,6 @@ def compile_crashes_on_exception_in_autocast() -> None:
         return crashing(orig(model, **kwargs))
 
     torch.compile = compile  # type: ignore[assignment]
+
+
+from . import replays_more  # noqa: E402,F401  (registers the replays of replays_more.py)
