@@ -115,20 +115,7 @@ def expected_arrival(target: Target, lower: torch.dtype, op: str, m: Materialize
 
     plan = plan_for(target, lower, op, m)
     to = {c.path: dtype_name(c.to_dtype) for c in plan.casts}
-    out: list[str] = []
-
-    def walk(path: tuple[Any, ...], v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            out.append(to.get(path, dtype_name(v.dtype)))
-        elif isinstance(v, (list, tuple)):
-            for j, x in enumerate(v):
-                walk((*path, j), x)
-
-    for i, a in enumerate(m.args):
-        walk(("args", i), a)
-    for k, v in m.kwargs.items():
-        walk(("kwargs", k), v)
-    return plan.target_op, out
+    return plan.target_op, [to.get(path, dtype_name(t.dtype)) for path, t in m.tensor_paths()]
 
 
 def _policy_by_interception(

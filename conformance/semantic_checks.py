@@ -67,22 +67,8 @@ def cached_slots(target: Target, case: Case, m: Materialized) -> tuple[list[bool
     """Per tensor, in arrival order: (cast by the plan, a weight-cache candidate)."""
     plan = plan_for(target, dtype_of(case.dtype), case.op, m)
     casts = {c.path: c for c in plan.casts}
-    cast, weight = [], []
-
-    def walk(path: tuple[Any, ...], v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            c = casts.get(path)
-            cast.append(c is not None)
-            weight.append(bool(c is not None and c.weight))
-        elif isinstance(v, (list, tuple)):
-            for j, x in enumerate(v):
-                walk((*path, j), x)
-
-    for i, a in enumerate(m.args):
-        walk(("args", i), a)
-    for k, v in m.kwargs.items():
-        walk(("kwargs", k), v)
-    return cast, weight
+    found = [casts.get(path) for path, _ in m.tensor_paths()]
+    return [c is not None for c in found], [bool(c is not None and c.weight) for c in found]
 
 
 def _same(a: list[Any], b: list[Any]) -> list[bool]:

@@ -86,12 +86,12 @@ class SpecModel:
     def expect(self, op: str, m: Materialized) -> list[Expected]:
         """Per tensor of the call, in order: what it should arrive as."""
         if not self.enabled:
-            return [Expected(t, f"{dtype_name(t.dtype)} uncast") for _, t in _paths(m)]
+            return [Expected(t, f"{dtype_name(t.dtype)} uncast") for _, t in m.tensor_paths()]
         state = AutocastState(self.device_spec.device, self.dtype, True)
         plan = decide(self.device_spec, self.rules, state, op, m.args, m.kwargs, self.spec.op_info(op))
         casts = {c.path: c for c in plan.casts}
         out = []
-        for path, t in _paths(m):
+        for path, t in m.tensor_paths():
             c = casts.get(path)
             if c is None:
                 out.append(Expected(t, f"{dtype_name(t.dtype)} uncast"))
@@ -125,20 +125,3 @@ class Expected:
     source: torch.Tensor
     what: str  # "<dtype> uncast" | "<dtype> fresh" | "<dtype> cached"
     cache_key: Any = None  # set when the rules cache this (fresh) cast
-
-
-def _paths(m: Materialized) -> list[tuple[tuple[Any, ...], torch.Tensor]]:
-    out: list[tuple[tuple[Any, ...], torch.Tensor]] = []
-
-    def walk(path: tuple[Any, ...], v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            out.append((path, v))
-        elif isinstance(v, (list, tuple)):
-            for j, x in enumerate(v):
-                walk((*path, j), x)
-
-    for i, a in enumerate(m.args):
-        walk(("args", i), a)
-    for k, v in m.kwargs.items():
-        walk(("kwargs", k), v)
-    return out

@@ -97,6 +97,24 @@ class Materialized:
     def tensors(self) -> list[torch.Tensor]:
         return output_tensors((self.args, list(self.kwargs.values())))
 
+    def tensor_paths(self) -> list[tuple[tuple[Any, ...], torch.Tensor]]:
+        """Each tensor with its path (``("args", 0)``, ``("args", 1, 2)``, ``("kwargs", "weight")``:
+        the paths of the policy engine's cast plan), in argument order."""
+        out: list[tuple[tuple[Any, ...], torch.Tensor]] = []
+
+        def walk(path: tuple[Any, ...], v: Any) -> None:
+            if isinstance(v, torch.Tensor):
+                out.append((path, v))
+            elif isinstance(v, (list, tuple)):
+                for j, x in enumerate(v):
+                    walk((*path, j), x)
+
+        for i, a in enumerate(self.args):
+            walk(("args", i), a)
+        for k, v in self.kwargs.items():
+            walk(("kwargs", k), v)
+        return out
+
 
 def _build(arg: Arg, float_dtype: torch.dtype, device: str, gen: torch.Generator) -> Any:
     if isinstance(arg, TensorArg):
