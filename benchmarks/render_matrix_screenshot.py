@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from autocast_spec.loader import load_spec
 from reference_impl.matrix import build_matrix, to_html
-from reference_impl.spec.loader import load_spec
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import torch
 
+from autocast_spec.model import Tolerance
 from reference_impl.samples import Materialized, dtype_name
-from reference_impl.spec.model import Tolerance
 
 from .cases import Case
 from .refusal import error_text, skip_if_refused

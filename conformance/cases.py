@@ -11,9 +11,9 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
+from autocast_spec.model import OpInfo, Policy, Rules
 from reference_impl.policy import SlotKind, signature
-from reference_impl.probe.observe import synthesize_call
-from reference_impl.spec.model import OpInfo, Policy, Rules
+from reference_impl.runtime import synthesize_call
 from reference_impl.torch_registry import (
     all_op_names,
     autocast_registrations,

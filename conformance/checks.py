@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 
-from reference_impl.probe.observe import synthesize_call
+from autocast_spec.model import EntryPoint, Sample, Tolerance
+from reference_impl.runtime import synthesize_call
 from reference_impl.samples import Materialized, dtype_of, entry_point_sample
-from reference_impl.spec.model import EntryPoint, Sample, Tolerance
 
 from .cases import ELIGIBILITY_CALL_KINDS, Case, other_device
 from .runner import (

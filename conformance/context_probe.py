@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import torch
 
-from reference_impl.probe.observe import _Intercepted, autograd_key_for, intercept
+from autocast_spec.model import Policy
+from reference_impl.runtime import Intercepted, autograd_key_for, intercept
 from reference_impl.samples import Materialized, dtype_name
-from reference_impl.spec.model import Policy
 
 from .cases import probe_op
 from .runner import call_entry, make_inputs, quiet
@@ -43,7 +43,7 @@ class Probe:
         key = autograd_key_for(self.target.dispatch_key)
         if below_autograd:
             key = getattr(torch._C.DispatchKey, self.target.dispatch_key.removeprefix("Autocast"))
-        with quiet(), intercept(self.op, key) as calls, contextlib.suppress(_Intercepted):
+        with quiet(), intercept(self.op, key) as calls, contextlib.suppress(Intercepted):
             call_entry(self.op, self.op, self.inputs)
         assert calls, f"{self.op} did not reach the kernel below Autocast"
         return [*calls[0].args, *calls[0].kwargs.values()]

@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 import torch
 
+from autocast_spec.model import Divergence, Spec
 from reference_impl.samples import dtype_name, output_tensors, resolve_entry_point
-from reference_impl.spec.model import Divergence, Spec
 from reference_impl.torch_registry import op_overload
 
 MODES: tuple[str, ...] = ("eager", "script", "trace", "compile")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from reference_impl.spec.model import Policy, Rules
+from autocast_spec.model import Policy, Rules
 
 from . import cases as C
 from . import cases_more as M

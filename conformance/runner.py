@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
+from autocast_spec.model import EntryPoint, ListArg, Sample, Spec, TensorArg
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState, CastPlan, decide
-from reference_impl.probe.observe import Call, _Intercepted, autograd_key_for, intercept
+from reference_impl.runtime import Call, Intercepted, autograd_key_for, intercept
 from reference_impl.samples import (
     Materialized,
     call_entry_point,
@@ -25,7 +26,6 @@ from reference_impl.samples import (
     materialize,
     output_tensors,
 )
-from reference_impl.spec.model import EntryPoint, ListArg, Sample, Spec, TensorArg
 from reference_impl.torch_registry import op_overload
 
 from .target import Target
@@ -169,7 +169,7 @@ def intercepted(
     with quiet(), target.autocast(lower, enabled), intercept(op, key) as calls:
         try:
             fn()
-        except _Intercepted:
+        except Intercepted:
             pass
         except Exception as e:
             error = e

@@ -8,7 +8,7 @@ reads the rules it expands from the spec (``rules.cache``, ``rules.context``,
 
 from __future__ import annotations
 
-from reference_impl.spec.model import Policy
+from autocast_spec.model import Policy
 
 from .cases import Case, _info, device_needed
 from .target import Target

@@ -16,12 +16,12 @@ from typing import Any
 
 import torch
 
-from reference_impl.probe.observe import device_is_real, fake_device_supported, raw_autocast, tensor_context
+from autocast_spec.loader import load_spec
+from autocast_spec.model import DeviceSpec, Spec
+from autocast_spec.problems import SpecError
+from autocast_spec.versions import VersionChoice
+from reference_impl.runtime import device_is_real, fake_device_supported, raw_autocast, tensor_context
 from reference_impl.samples import dtype_of
-from reference_impl.spec.loader import load_spec
-from reference_impl.spec.model import DeviceSpec, Spec
-from reference_impl.spec.problems import SpecError
-from reference_impl.spec.versions import VersionChoice
 from reference_impl.torch_registry import op_exists
 
 POLICY_ONLY_DEVICES_HINT = "--policy-only"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from autocast_spec.model import JitLimitation, Spec
 from conformance import jit_scenarios
 from conformance.plugin import target_of
 from conformance.target import Target
-from reference_impl.spec.model import JitLimitation, Spec
 
 pytestmark = pytest.mark.jit
 

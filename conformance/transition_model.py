@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
+from autocast_spec.model import DeviceSpec, Spec
 from reference_impl.policy import AutocastState, decide
 from reference_impl.samples import Materialized, dtype_name
-from reference_impl.spec.model import DeviceSpec, Spec
 
 
 @dataclass

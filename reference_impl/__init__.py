@@ -14,7 +14,7 @@ __all__ = ["autocast", "trace_casts"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so that importing reference_impl.spec (the loader, the CLI) does not import torch.
+    # Lazy, so that importing autocast_spec (the loader, the CLI) does not import torch.
     if name == "autocast":
         from .reference_autocast import autocast
 

@@ -11,14 +11,15 @@ from collections.abc import Iterator
 
 import torch
 
-from .probe.observe import autograd_key_for, device_is_real, intercept, tensor_context
+from autocast_spec.model import EntryPoint, OpInfo, Sample, Spec
+
+from .runtime import autograd_key_for, device_is_real, intercept, tensor_context
 from .samples import (
     call_entry_point,
     call_op,
     entry_point_sample,
     materialize,
 )
-from .spec.model import EntryPoint, OpInfo, Sample, Spec
 
 
 def devices_of(spec: Spec, op: str) -> list[str]:
@@ -61,7 +62,7 @@ def run_sample(
     """Call the op with the sample (floating inputs in ``dtype``), as the suite does:
     under autocast to ``autocast_dtype`` when given, so the kernel sees the dtypes
     the op's policy produces. FakeTensors where the device is absent."""
-    from .probe.observe import raw_autocast
+    from .runtime import raw_autocast
 
     fake = not device_is_real(device)
     with quiet(), tensor_context(device, fake):
@@ -75,7 +76,7 @@ def run_sample(
 
 def entry_point_reaches_op(spec: Spec, info: OpInfo, ep: EntryPoint, device: str, dispatch_key: str) -> bool:
     """Calling ``ep`` reaches ``info.op`` right below Autocast (with autocast on)."""
-    from .probe.observe import _Intercepted, raw_autocast
+    from .runtime import Intercepted, raw_autocast
 
     fake = not device_is_real(device)
     sample = entry_point_sample(ep, info.samples)
@@ -85,7 +86,7 @@ def entry_point_reaches_op(spec: Spec, info: OpInfo, ep: EntryPoint, device: str
         with (
             raw_autocast(device, lower),
             intercept(info.op, autograd_key_for(dispatch_key)) as calls,
-            contextlib.suppress(_Intercepted),
+            contextlib.suppress(Intercepted),
         ):
             call_entry_point(ep, m)
     return any(c.op == info.op for c in calls)

@@ -11,7 +11,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .spec.model import POLICY_ORDER, Policy, Spec
+from autocast_spec.model import POLICY_ORDER, Policy, Spec
 
 # One colour per policy (background); chosen to stay distinct for common colour-vision deficiencies.
 POLICY_COLOURS: dict[Policy, str] = {

@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
+from autocast_spec.model import Policy, Spec, Tolerance
+
 from .policy import AutocastState, CastPlan, Path, decide, signature
-from .spec.model import Policy, Spec, Tolerance
 from .torch_registry import op_overload
 
 

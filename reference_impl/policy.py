@@ -40,8 +40,9 @@ from typing import Any
 
 import torch
 
+from autocast_spec.model import DeviceSpec, OpInfo, Policy, Rules
+
 from .samples import dtype_name, dtype_of
-from .spec.model import DeviceSpec, OpInfo, Policy, Rules
 from .torch_registry import op_overload
 
 Path = tuple[str | int, ...]

@@ -31,12 +31,13 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
+from autocast_spec.loader import load_spec
+from autocast_spec.model import DeviceSpec, Policy, Spec
+
 from . import trace
 from .oracle import BannedOpError, _get, _set, bind_all
 from .policy import AutocastState, CastPlan, Path, decide, signature
 from .samples import dtype_name
-from .spec.loader import load_spec
-from .spec.model import DeviceSpec, Policy, Spec
 from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload, split_op_name
 
 F = TypeVar("F", bound=Callable[..., Any])

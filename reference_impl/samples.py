@@ -16,7 +16,8 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from .spec.model import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
+from autocast_spec.model import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
+
 from .torch_registry import op_overload
 
 DTYPES: dict[str, torch.dtype] = {

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .spec.model import DeviceSpec, JitLimitation, Rules, Spec, Tolerance
+from autocast_spec.model import DeviceSpec, JitLimitation, Rules, Spec, Tolerance
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import functools
 
 import torch
 
-from .spec.versions import parse_release as parse_release  # re-exported for the CLI modules
+from autocast_spec.versions import parse_release as parse_release  # re-exported for the CLI modules
 
 
 def installed_torch_version() -> str:

@@ -4,8 +4,8 @@ import warnings
 
 import pytest
 
-from reference_impl.spec.loader import load_spec
-from reference_impl.spec.model import Spec
+from autocast_spec.loader import load_spec
+from autocast_spec.model import Spec
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 

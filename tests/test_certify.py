@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from certify_helpers import Run, certification, pytest_cmd, results, run, verify
 
+from autocast_spec.problems import SpecError
 from conformance.certify import bundle as B
 from conformance.certify.expectations import (
     Expectations,
@@ -31,7 +32,6 @@ from conformance.certify.expectations import (
 from conformance.certify.host import host_cpu
 from conformance.certify.plugin import worker_args
 from reference_impl.cli.main import main as cli_main
-from reference_impl.spec.problems import SpecError
 
 # ---------------------------------------------------------------------------
 # Pure decisions

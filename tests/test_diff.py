@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
-from reference_impl.probe import bundled, device_spec
-from reference_impl.probe.observe import DeviceObservation
-from reference_impl.spec.loader import (
+from autocast_spec.loader import (
     bundled_spec_dir,
     device_torch_ranges,
     load_spec,
     nearest_covered_version,
 )
-from reference_impl.spec.model import Spec
+from autocast_spec.model import Spec
+from reference_impl.cli import diff as diff_cmd
+from reference_impl.cli.main import main
+from reference_impl.probe import bundled, device_spec
+from reference_impl.probe.observe import DeviceObservation
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from autocast_spec.model import Divergence, Spec
 from conformance import jit_scenarios, modes
 from reference_impl.cli.list_cmd import device_listing
 from reference_impl.cli.readme_tables import END, START, extract_block, jit_block
-from reference_impl.spec.model import Divergence, Spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from autocast_spec.model import Policy, Spec
 from reference_impl.cli.main import main
 from reference_impl.matrix import POLICY_COLOURS, build_matrix, to_html, to_markdown
-from reference_impl.spec.model import Policy, Spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from render_matrix_screenshot import find_browser, screenshot

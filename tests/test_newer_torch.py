@@ -18,8 +18,8 @@ import pytest
 import torch
 from suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary, with_tests_on_path
 
-from reference_impl.spec.loader import load_spec
-from reference_impl.spec.versions import nearest_covered_version
+from autocast_spec.loader import load_spec
+from autocast_spec.versions import nearest_covered_version
 from reference_impl.torch_registry import autocast_registrations, op_exists
 
 SIMULATED = "2.99.0"

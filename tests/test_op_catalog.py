@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from autocast_spec.loader import load_spec
 from reference_impl.catalog_checks import (
     entry_point_reaches_op,
     run_device_for,
@@ -11,7 +12,6 @@ from reference_impl.catalog_checks import (
     sample_skip_reason,
 )
 from reference_impl.samples import dtype_of
-from reference_impl.spec.loader import load_spec
 
 SPEC = load_spec()
 LISTED = sorted({op for d in SPEC.devices.values() if d.builtin for op in d.ops})

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import torch
 
+from autocast_spec.loader import load_spec
 from reference_impl.oracle import oracle_call, output_mismatch, tolerance_for
 from reference_impl.policy import AutocastState
 from reference_impl.samples import dtype_name, dtype_of, materialize, op_overload
-from reference_impl.spec.loader import load_spec
 
 SPEC = load_spec()
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -57,7 +57,7 @@ def _run(fn: Any) -> tuple[Any, BaseException | None]:
 
 def repro(device: str, op: str, index: int, dtype: str, inputs: str) -> str:
     return (
-        'python -c "import torch; from reference_impl.spec.loader import load_spec; '
+        'python -c "import torch; from autocast_spec.loader import load_spec; '
         "from reference_impl.samples import materialize, op_overload, dtype_of; "
         "from reference_impl.oracle import oracle_call; from reference_impl.policy import AutocastState; "
         f"s=load_spec(); m=materialize(s.ops['{op}'].samples[{index}], dtype_of('{inputs}'), '{device}'); "

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 import reference_impl
+from autocast_spec.model import Policy
 from reference_impl.oracle import output_mismatch, tolerance_for
 from reference_impl.reference_autocast import default_spec, registered
 from reference_impl.samples import materialize, op_overload
-from reference_impl.spec.model import Policy
 
 SPEC = default_spec()
 CPU = SPEC.device("cpu")

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import torch
 
+from autocast_spec.loader import bundled_spec_dir, load_spec
+from autocast_spec.problems import SpecError
 from conformance import registry, semantic_cases, test_context, test_transitions
 from conformance.cases import Case, eligibility
 from conformance.custom_checks import custom_function_combination
 from conformance.semantic_checks import cache_scenario, thread_scenario
 from conformance.target import Options, Target, resolve_target
-from reference_impl.spec.loader import bundled_spec_dir, load_spec
-from reference_impl.spec.problems import SpecError
 
 DTYPE = "bfloat16"
 

@@ -25,10 +25,10 @@ TORCH_PIN = "torch==2.13.0"
 
 def repo_packages() -> set[str]:
     out = set()
-    for top in ("reference_impl", "conformance"):
+    for top in ("autocast_spec", "reference_impl", "conformance"):
         for init in (REPO / top).rglob("__init__.py"):
             rel = init.parent.relative_to(REPO)
-            if "__pycache__" not in rel.parts and "spec_data" not in rel.parts:
+            if "__pycache__" not in rel.parts and "data" not in rel.parts:
                 out.add(rel.as_posix())
     return out
 
@@ -67,7 +67,7 @@ def test_wheel_contents(wheel: Path) -> None:
         for p in (REPO / "spec").rglob("*")
         if p.suffix in (".yaml", ".json")
     )
-    missing = [f for f in spec_files if f"reference_impl/spec_data/{f}" not in names]
+    missing = [f for f in spec_files if f"autocast_spec/data/{f}" not in names]
     assert spec_files and not missing, f"spec files missing from the wheel: {missing}"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -1,7 +1,7 @@
 """A vendor's expectations file: what it declares about its backend, outside the suite.
 
 The file is YAML (read by the project's only YAML reader,
-:mod:`reference_impl.spec.yaml_source`) validated against
+:mod:`autocast_spec.yaml_source`) validated against
 ``expectations.schema.json``; every problem carries its file and line. The
 decisions (which entry applies to a test, what status a test outcome gets) are
 pure functions here; the pytest hooks in :mod:`.plugin` call them.
@@ -19,9 +19,9 @@ from typing import Any
 
 import jsonschema
 
-from reference_impl.spec.loader import bundled_spec_dir
-from reference_impl.spec.problems import SpecError, SpecProblem
-from reference_impl.spec.yaml_source import read_yaml
+from autocast_spec.loader import bundled_spec_dir
+from autocast_spec.problems import SpecError, SpecProblem
+from autocast_spec.yaml_source import read_yaml
 
 SCHEMA_FILE = "expectations.schema.json"
 

@@ -33,10 +33,10 @@ from typing import Any
 
 import pytest
 
+from autocast_spec.model import Policy, Spec
+from autocast_spec.problems import SpecError, SpecProblem
 from conformance.errors import usage_error
 from conformance.registry import category_names
-from reference_impl.spec.model import Policy, Spec
-from reference_impl.spec.problems import SpecError, SpecProblem
 
 from . import bundle as B
 from .expectations import (

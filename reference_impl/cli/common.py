@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..spec.loader import load_spec
-from ..spec.model import Spec
-from ..spec.problems import SpecError
+from autocast_spec.loader import load_spec
+from autocast_spec.model import Spec
+from autocast_spec.problems import SpecError
 
 EXIT_OK = 0
 EXIT_DIFF = 1

@@ -17,12 +17,13 @@ import argparse
 import re
 from pathlib import Path
 
+from autocast_spec.loader import load_spec, nearest_covered_version
+from autocast_spec.model import Spec
+from autocast_spec.problems import SpecError, SpecProblem
+from autocast_spec.yaml_source import read_yaml
+
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
-from ..spec.loader import load_spec, nearest_covered_version
-from ..spec.model import Spec
-from ..spec.problems import SpecError, SpecProblem
-from ..spec.yaml_source import read_yaml
 from ..specdiff import PairingError, Side, SpecDiff, diff_sides
 from ..specdiff_render import to_json, to_markdown
 from ..torch_registry import installed_torch_version, parse_release

@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from ..spec.model import POLICY_ORDER, Spec
+from autocast_spec.model import POLICY_ORDER, Spec
+
 from .common import EXIT_OK, add_spec_option, device_or_fail, load_or_fail, write_out
 
 

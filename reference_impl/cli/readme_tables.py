@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 import sys
 
-from ..spec.loader import load_spec
-from ..spec.model import JitLimitation, Spec
+from autocast_spec.loader import load_spec
+from autocast_spec.model import JitLimitation, Spec
 
 START = "<!-- jit-table:start -->"
 END = "<!-- jit-table:end -->"

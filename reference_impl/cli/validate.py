@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..spec.loader import load_spec
-from ..spec.problems import SpecError
+from autocast_spec.loader import load_spec
+from autocast_spec.problems import SpecError
+
 from .common import EXIT_OK, UsageError, write_out
 
 

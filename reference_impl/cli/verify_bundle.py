@@ -119,12 +119,11 @@ def regenerate(meta: dict[str, Any], root: Path) -> list[dict[str, Any]]:
 
 def verify(root: Path) -> tuple[bool, list[str], list[str]]:
     """(conformant, reasons it is not, informational lines)."""
+    from autocast_spec.loader import load_spec
+    from autocast_spec.problems import SpecError, SpecProblem
     from conformance.certify import bundle as B
     from conformance.certify.expectations import load_expectations
     from conformance.certify.plugin import suite_version
-
-    from ..spec.loader import load_spec
-    from ..spec.problems import SpecError, SpecProblem
 
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory; give the directory written by --certify")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spec.loader import device_torch_ranges, load_spec, nearest_covered_version
-from ..spec.model import DeviceSpec
-from ..spec.problems import SpecError
+from autocast_spec.loader import device_torch_ranges, load_spec, nearest_covered_version
+from autocast_spec.model import DeviceSpec
+from autocast_spec.problems import SpecError
+
 from ..torch_registry import installed_torch_version, parse_release
 from .device_spec import ProbedDevice, Progress, probe_device
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..spec.model import DeviceSpec, OpPolicy, Policy, SourceLoc, UnsupportedDtypeRule, frozen_map
+from autocast_spec.model import DeviceSpec, OpPolicy, Policy, SourceLoc, UnsupportedDtypeRule, frozen_map
+
 from ..torch_registry import installed_torch_version, parse_release
 from .observe import DeviceObservation, observe_device
 from .render import ObservedPolicy, render_device_yaml

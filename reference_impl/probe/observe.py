@@ -23,37 +23,24 @@ autocast raises          banned (the message is recorded)
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
-from ..samples import output_tensors
-from ..spec.model import Policy
-from ..torch_registry import autocast_registrations, op_overload, split_op_name
+from autocast_spec.model import Policy
 
-
-class _Intercepted(Exception):
-    """Raised by the recording kernel so that no real kernel runs."""
-
-
-@dataclass
-class Call:
-    op: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-    def tensors(self) -> list[torch.Tensor]:
-        return output_tensors((self.args, list(self.kwargs.values())))
-
-    def float_dtypes(self) -> list[torch.dtype]:
-        return [t.dtype for t in self.tensors() if t.is_floating_point()]
-
-    def has_dtype_value(self, dtype: torch.dtype) -> bool:
-        values = list(self.args) + list(self.kwargs.values())
-        return any(v is dtype for v in values)
+from ..runtime import (
+    Call,
+    autograd_key_for,
+    call_intercepted,
+    device_is_real,
+    fake_device_supported,
+    raw_autocast,
+    synthesize_call,
+    tensor_context,
+)
+from ..torch_registry import autocast_registrations
 
 
 @dataclass(frozen=True)
@@ -69,201 +56,6 @@ class Observation:
     @property
     def observed(self) -> bool:
         return self.error is None
-
-
-# ---------------------------------------------------------------------------
-# Tensor factories: real on present devices, FakeTensor elsewhere
-# ---------------------------------------------------------------------------
-
-
-def device_is_real(device: str) -> bool:
-    if device == "cpu":
-        return True
-    mod = getattr(torch, device, None)
-    is_available = getattr(mod, "is_available", None)
-    try:
-        return bool(is_available()) if callable(is_available) else False
-    except Exception:
-        return False
-
-
-@contextlib.contextmanager
-def tensor_context(device: str, fake: bool) -> Iterator[None]:
-    if not fake:
-        yield
-        return
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    with FakeTensorMode(allow_non_fake_inputs=True):
-        yield
-
-
-def fake_device_supported(device: str) -> str | None:
-    """None when FakeTensors of ``device`` carry its Autocast key, else the reason."""
-    try:
-        with tensor_context(device, fake=True):
-            t = torch.empty(2, device=device)
-            keys = str(torch._C._dispatch_keys(t))
-    except Exception as e:  # pragma: no cover - depends on the torch build
-        return f"cannot create FakeTensors on {device!r}: {e}"
-    if "Autocast" not in keys:
-        return (
-            f"FakeTensors on {device!r} carry no Autocast dispatch key in this torch build "
-            f"({keys}); the policy cannot be observed without the device"
-        )
-    return None
-
-
-@contextlib.contextmanager
-def raw_autocast(device: str, dtype: torch.dtype, enabled: bool = True) -> Iterator[None]:
-    """Set the autocast state directly (``torch.autocast`` refuses absent devices)."""
-    prev_enabled = torch.is_autocast_enabled(device)
-    prev_dtype = torch.get_autocast_dtype(device)
-    torch.set_autocast_enabled(device, enabled)
-    torch.set_autocast_dtype(device, dtype)
-    try:
-        yield
-    finally:
-        torch.set_autocast_enabled(device, prev_enabled)
-        torch.set_autocast_dtype(device, prev_dtype)
-        if not torch.is_autocast_enabled(device):
-            torch.clear_autocast_cache()
-
-
-# ---------------------------------------------------------------------------
-# Arguments synthesized from a schema
-# ---------------------------------------------------------------------------
-
-
-_DIMNAME_ARGS = frozenset({"dim", "dims", "names", "outdim"})
-
-
-def _value_for(arg: torch._C.Argument, make: Callable[[int], torch.Tensor], index: int) -> Any:
-    t = str(arg.type)
-    optional = t.endswith("?") or t.startswith("Optional[")
-    base = t[len("Optional[") : -1] if t.startswith("Optional[") else t.rstrip("?")
-    if optional and base not in ("Tensor", "List[Tensor]", "Tensor[]"):
-        return None
-    if base == "Tensor":
-        return make(index)
-    if base in ("List[Tensor]", "Tensor[]", "List[Optional[Tensor]]", "Tensor?[]"):
-        return [make(index), make(index + 1)]
-    if base in ("int", "SymInt"):
-        return 1
-    if base in ("List[int]", "int[]", "List[SymInt]", "SymInt[]") or base.startswith("List[int]"):
-        return [1]
-    if base == "float":
-        return 1.0
-    if base in ("List[float]", "float[]"):
-        return [1.0]
-    if base == "bool":
-        return False
-    if base in ("List[bool]", "bool[]") or base.startswith("List[bool]"):
-        return [False]
-    # Dimname arguments (the named-tensor overloads torch <2.13 registers for autocast)
-    # print as str in schemas; the boxed Autocast kernels parse them as qualified symbols.
-    dimname = arg.name in _DIMNAME_ARGS
-    if base in ("List[str]", "str[]"):
-        return ["dimname::N"] if dimname else ["fro"]
-    if base == "str" and dimname:
-        return "dimname::N"
-    if base == "str":
-        return "fro"
-    if base in ("Scalar", "number"):
-        return 1.0
-    if base == "ScalarType":
-        return torch.float32
-    raise TypeError(f"cannot synthesize an argument of type {t}")
-
-
-def synthesize_call(op: str, make: Callable[[int], torch.Tensor]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Positional and keyword arguments for the required parameters of ``op``."""
-    schema = op_overload(op)._schema
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    tensor_index = 0
-    for a in schema.arguments:
-        if a.has_default_value():
-            continue
-        v = _value_for(a, make, tensor_index)
-        if isinstance(v, torch.Tensor):
-            tensor_index += 1
-        elif isinstance(v, list) and v and isinstance(v[0], torch.Tensor):
-            tensor_index += len(v)
-        if a.kwarg_only:
-            kwargs[a.name] = v
-        else:
-            args.append(v)
-    return tuple(args), kwargs
-
-
-# ---------------------------------------------------------------------------
-# Interception below Autocast
-# ---------------------------------------------------------------------------
-
-
-def autograd_key_for(dispatch_key: str) -> torch._C.DispatchKey:
-    """``AutocastCUDA`` -> ``DispatchKey.AutogradCUDA``: the key right below Autocast."""
-    suffix = dispatch_key.removeprefix("Autocast")
-    key: torch._C.DispatchKey = getattr(torch._C.DispatchKey, "Autograd" + suffix)
-    return key
-
-
-@contextlib.contextmanager
-def intercept(op: str, autograd_key: torch._C.DispatchKey) -> Iterator[list[Call]]:
-    """Record (and stop) every call to any overload of ``op``'s name below Autocast.
-
-    The recording kernels are Python-dispatcher kernels keyed by the enum (some
-    keys, such as AutogradMTIA, have no string name that ``torch.library``
-    accepts), installed only while the block runs.
-    """
-    from torch._dispatch.python import enable_python_dispatcher
-
-    ns, name, _ = split_op_name(op)
-    packet = getattr(getattr(torch.ops, ns), name)
-    overloads = [getattr(packet, ov) for ov in packet.overloads()]
-    calls: list[Call] = []
-
-    def recorder(overload: torch._ops.OpOverload) -> Callable[..., Any]:
-        qualified = f"{ns}::{overload._opname}" + (
-            f".{overload._overloadname}" if overload._overloadname != "default" else ""
-        )
-
-        def kernel(*args: Any, **kwargs: Any) -> Any:
-            calls.append(Call(qualified, args, dict(kwargs)))
-            raise _Intercepted(qualified)
-
-        return kernel
-
-    saved = {ov: ov.py_kernels.get(autograd_key) for ov in overloads}
-    try:
-        for ov in overloads:
-            ov.py_kernels[autograd_key] = recorder(ov)
-            ov._dispatch_cache.clear()
-        with enable_python_dispatcher():
-            yield calls
-    finally:
-        for ov, prev in saved.items():
-            if prev is None:
-                ov.py_kernels.pop(autograd_key, None)
-            else:
-                ov.py_kernels[autograd_key] = prev
-            ov._dispatch_cache.clear()
-
-
-def _call_intercepted(
-    op: str, autograd_key: torch._C.DispatchKey, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Call | None, str | None]:
-    """Run ``op``; return the intercepted call, or the error raised before it."""
-    with intercept(op, autograd_key) as calls:
-        try:
-            op_overload(op)(*args, **kwargs)
-        except _Intercepted:
-            pass
-        except Exception as e:
-            if not calls:
-                return None, f"{type(e).__name__}: {e}"
-    return (calls[0] if calls else None), None
 
 
 # ---------------------------------------------------------------------------
@@ -290,7 +82,7 @@ def observe_op(
             except Exception as e:
                 return None, f"cannot build arguments: {e}"
             with raw_autocast(device, lower, enabled):
-                return _call_intercepted(op, autograd_key, args, kwargs)
+                return call_intercepted(op, autograd_key, args, kwargs)
 
     # A: float32 inputs
     call_a, err_a = run(lambda i: f32)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..spec.model import POLICY_ORDER, Policy
+from autocast_spec.model import POLICY_ORDER, Policy
 
 
 @dataclass(frozen=True)

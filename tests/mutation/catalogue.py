@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from suite_runs import suite_selection
 
-from reference_impl.spec.model import Policy
+from autocast_spec.model import Policy
 
 from . import kernels as K
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
+from autocast_spec.loader import load_spec
+from autocast_spec.model import OpPolicy, Policy, Rules, Spec
 from reference_impl.reference_autocast import _make_kernel
-from reference_impl.spec.loader import load_spec
-from reference_impl.spec.model import OpPolicy, Policy, Rules, Spec
 from reference_impl.torch_registry import dispatch_key, op_overload, split_op_name
 
 _LIBS: list[torch.library.Library] = []

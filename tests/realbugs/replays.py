@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from mutation import kernels as K
 
-from reference_impl.spec.model import Policy
+from autocast_spec.model import Policy
 
 AUTOCAST = torch.amp.autocast_mode.autocast
 REPLAYS: dict[str, Callable[[], None]] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mutation import kernels as K
 
-from reference_impl.spec.model import Policy
+from autocast_spec.model import Policy
 
 from .replays import replay
 

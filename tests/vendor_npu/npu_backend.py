@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from reference_impl.spec.loader import load_spec
-from reference_impl.spec.model import Policy
+from autocast_spec.loader import load_spec
+from autocast_spec.model import Policy
 from reference_impl.torch_registry import op_overload, split_op_name
 
 DEVICE = "npu"

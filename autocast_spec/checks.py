@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Iterable, Sequence
 
-from ..torch_registry import all_op_names
+from reference_impl.torch_registry import all_op_names
+
 from .model import DeviceSpec, JitLimitation, OpInfo
 from .problems import SpecProblem
 from .yaml_source import YamlDocument

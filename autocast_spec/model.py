@@ -1,7 +1,7 @@
 """The typed, immutable spec model.
 
 Everything in the project reads the spec through these classes; only
-:mod:`reference_impl.spec.loader` builds them (from YAML). Instances are frozen
+:mod:`autocast_spec.loader` builds them (from YAML). Instances are frozen
 and hold tuples and read-only mappings, so a consumer cannot change the spec
 another consumer sees.
 """

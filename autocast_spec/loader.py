@@ -1,4 +1,4 @@
-"""YAML spec files -> one typed, immutable :class:`~reference_impl.spec.model.Spec`.
+"""YAML spec files -> one typed, immutable :class:`~autocast_spec.model.Spec`.
 
 Steps: read each file (:mod:`.yaml_source`), validate it against the JSON Schema,
 build the per-file pieces, filter by torch version, resolve ``extends``, and run
@@ -18,7 +18,8 @@ from typing import Any
 
 import jsonschema
 
-from ..torch_registry import build_features, installed_torch_version
+from reference_impl.torch_registry import build_features, installed_torch_version
+
 from . import checks
 from .model import (
     Arg,
@@ -63,19 +64,11 @@ SCHEMA_FILE = "autocast-spec.schema.json"
 
 def bundled_spec_dir() -> Path:
     """The spec shipped with the package (in a wheel) or the repository's ``spec/``."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "spec_data"
+    here = Path(__file__).resolve().parent
+    packaged = here / "data"  # a wheel: pyproject maps spec/ to autocast_spec.data
     if (packaged / SCHEMA_FILE).is_file():
         return packaged
-    try:
-        import reference_impl.spec_data as data  # mapped to spec/ by pyproject
-
-        for p in getattr(data, "__path__", []):
-            if (Path(p) / SCHEMA_FILE).is_file():
-                return Path(p)
-    except ImportError:
-        pass
-    return here.parent / "spec"
+    return here.parent / "spec"  # an editable install or a checkout
 
 
 @lru_cache(maxsize=1)
