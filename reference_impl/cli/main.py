@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from .common import EXIT_USAGE, UsageError
 
 # Subcommand modules, in help order. Each defines add_parser(subparsers).
-SUBCOMMANDS = ["validate", "list_cmd", "probe", "diff", "matrix", "verify_bundle"]
+SUBCOMMANDS = ["validate", "list_cmd", "probe", "extract", "diff", "matrix", "verify_bundle"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autocast_spec.model import DeviceSpec, OpPolicy, Policy, SourceLoc, UnsupportedDtypeRule, frozen_map
+from autocast_spec.model import DeviceSpec, OpPolicy, SourceLoc, UnsupportedDtypeRule, frozen_map
 
 from ..torch_registry import installed_torch_version, parse_release
 from .observe import DeviceObservation, observe_device
-from .render import ObservedPolicy, render_device_yaml
+from .render import ObservedPolicy, device_data, device_yaml
 
 Progress = Callable[[int, int, str], None]
 
@@ -224,54 +224,9 @@ def probed_yaml(probed: ProbedDevice) -> str:
     ]
     header += [f"NOT OBSERVED: {b}" for b in probed.borrowed]
     header += [f"NO POLICY (left out): {op}: {why}" for op, why in probed.unresolved.items()]
-    ud = ds.unsupported_dtype
-    return render_device_yaml(
-        device=ds.device,
-        dispatch_key=ds.dispatch_key,
-        torch_versions=ds.torch_versions,
-        default_dtype=ds.default_dtype,
-        supported_dtypes=ds.supported_dtypes,
-        ops=_observed_policies(ds.ops),
-        builtin=ds.builtin,
-        description=ds.description,
-        unsupported_dtype=(ud.action, ud.message) if ud else None,
-        header="\n".join(header),
-    )
+    return device_yaml(ds, _observed_policies(ds.ops), "\n".join(header))
 
 
 def probed_data(probed: ProbedDevice) -> dict[str, object]:
     """The same content as :func:`probed_yaml`, as plain data (for ``--format json``)."""
-    ds = probed.spec
-    ops: dict[str, list[object]] = {}
-    for policy in Policy:
-        entries: list[object] = []
-        for op in ds.ops_with(policy):
-            e = ds.ops[op]
-            if e.message or e.note:
-                item: dict[str, str] = {"op": op}
-                if e.message:
-                    item["message"] = e.message
-                if e.note:
-                    item["note"] = e.note
-                entries.append(item)
-            else:
-                entries.append(op)
-        if entries:
-            ops[policy.value] = entries
-    out: dict[str, object] = {
-        "kind": "device",
-        "device": ds.device,
-        "dispatch_key": ds.dispatch_key,
-        "builtin": ds.builtin,
-        "torch": ds.torch_versions,
-        "description": ds.description,
-        "default_dtype": ds.default_dtype,
-        "supported_dtypes": list(ds.supported_dtypes),
-    }
-    if ds.unsupported_dtype:
-        out["unsupported_dtype"] = {
-            "action": ds.unsupported_dtype.action,
-            "message": ds.unsupported_dtype.message,
-        }
-    out["ops"] = ops
-    return out
+    return device_data(probed.spec, _observed_policies(probed.spec.ops))

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from autocast_spec.model import POLICY_ORDER, Policy
+from autocast_spec.model import POLICY_ORDER, DeviceSpec, Policy
 
 
 @dataclass(frozen=True)
@@ -14,6 +14,12 @@ class ObservedPolicy:
     policy: Policy
     message: str | None = None
     note: str | None = None
+    build: str | None = None  # a build feature the entry holds only in (``build:``)
+
+
+def _extra(o: ObservedPolicy) -> dict[str, str]:
+    """The fields of an entry beyond its name, in the order the file writes them."""
+    return {k: v for k, v in (("build", o.build), ("message", o.message), ("note", o.note)) if v}
 
 
 def _quote(s: str) -> str:
@@ -57,14 +63,51 @@ def render_device_yaml(
             continue
         lines.append(f"  {policy.value}:")
         for op in names:
-            o = ops[op]
-            if o.message or o.note:
-                parts = [f"op: {op}"]
-                if o.message:
-                    parts.append(f"message: {_quote(o.message)}")
-                if o.note:
-                    parts.append(f"note: {_quote(o.note)}")
+            extra = _extra(ops[op])
+            if extra:
+                parts = [f"op: {op}"] + [f"{k}: {v if k == 'build' else _quote(v)}" for k, v in extra.items()]
                 lines.append("    - {" + ", ".join(parts) + "}")
             else:
                 lines.append(f"    - {op}")
     return "\n".join(lines) + "\n"
+
+
+def device_yaml(ds: DeviceSpec, ops: Mapping[str, ObservedPolicy], header: str) -> str:
+    """A flat device spec file for ``ds``, its entries as ``ops`` describes them."""
+    ud = ds.unsupported_dtype
+    return render_device_yaml(
+        device=ds.device,
+        dispatch_key=ds.dispatch_key,
+        torch_versions=ds.torch_versions,
+        default_dtype=ds.default_dtype,
+        supported_dtypes=ds.supported_dtypes,
+        ops=ops,
+        builtin=ds.builtin,
+        description=ds.description,
+        unsupported_dtype=(ud.action, ud.message) if ud else None,
+        header=header,
+    )
+
+
+def device_data(ds: DeviceSpec, ops: Mapping[str, ObservedPolicy]) -> dict[str, object]:
+    """The same content as :func:`device_yaml`, as plain data (``--format json``)."""
+    by_policy: dict[str, list[object]] = {}
+    for policy in POLICY_ORDER:
+        names = sorted(op for op, o in ops.items() if o.policy is policy)
+        if names:
+            by_policy[policy.value] = [{"op": op, **x} if (x := _extra(ops[op])) else op for op in names]
+    out: dict[str, object] = {
+        "kind": "device",
+        "device": ds.device,
+        "dispatch_key": ds.dispatch_key,
+        "builtin": ds.builtin,
+        "torch": ds.torch_versions,
+        "description": ds.description,
+        "default_dtype": ds.default_dtype,
+        "supported_dtypes": list(ds.supported_dtypes),
+    }
+    if ds.unsupported_dtype:
+        ud = ds.unsupported_dtype
+        out["unsupported_dtype"] = {"action": ud.action, "message": ud.message}
+    out["ops"] = by_policy
+    return out

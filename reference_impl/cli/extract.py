@@ -1,0 +1,89 @@
+"""``autocast-spec extract SOURCE...``: the autocast registrations in C++ source, as a device spec.
+
+For reviewing a change to ``aten/src/ATen/autocast_mode.cpp`` (or a vendor's
+registrations) without building it: the file it writes is what ``probe`` would
+write for that build, as far as the source states it, and ``diff`` takes
+``extract:PATH`` as a side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..extract.api import ExtractError, extract
+from ..extract.output import to_json, to_yaml, write
+from ..torch_registry import installed_torch_version
+from .common import EXIT_OK, UsageError, write_out
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "extract",
+        help="read autocast registrations from C++ source and write them as a device spec",
+        description="Read the Autocast registrations in SOURCE (files, or trees whose *.cpp, *.cc, *.h, "
+        "*.hpp files are scanned): TORCH_LIBRARY_IMPL(aten, Autocast<Key>, m) blocks, the KERNEL* "
+        "macros, the AT_FORALL_* lists of ATen/autocast_mode.h (from the tree, else from the installed "
+        "torch), banned ops and fallthrough fallbacks; write the device spec they state. A form it "
+        "does not understand is an error naming file and line (exit 2); #if conditions it cannot "
+        "decide are reported and the ops under them marked, never dropped.",
+    )
+    p.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="a C++ file or a source tree")
+    p.add_argument(
+        "--device",
+        help="the device to extract when SOURCE registers several (a PrivateUse1 block: the backend's name)",
+    )
+    p.add_argument("--format", choices=["yaml", "json"], default="yaml")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
+    p.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="define a macro, as the compiler would, to decide #if blocks (repeatable; "
+        "-D 'AT_CUDNN_ENABLED()=1')",
+    )
+    p.add_argument(
+        "--header",
+        type=Path,
+        metavar="PATH",
+        help="the ATen/autocast_mode.h to read when SOURCE holds none (default: the installed torch's)",
+    )
+    p.add_argument(
+        "--dtypes-from",
+        metavar="DEVICE",
+        help="the bundled device whose dtype defaults the spec takes (default: the device itself; "
+        "privateuse1 for a PrivateUse1 block)",
+    )
+    p.add_argument(
+        "--torch-version", metavar="X.Y", help="the release the spec describes (default: the installed)"
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    version = args.torch_version or installed_torch_version()
+    try:
+        (out,) = extract(
+            args.sources,
+            version,
+            device=args.device,
+            defines=args.defines,
+            dtypes_from=args.dtypes_from,
+            header=args.header,
+        )
+    except ExtractError as e:
+        raise UsageError(*e.lines) from None
+    for w in out.warnings:
+        sys.stderr.write(w + "\n")
+    text = to_json(out) if args.format == "json" else to_yaml(out)
+    if args.output:
+        try:
+            write(text, args.output)
+        except OSError as e:
+            raise UsageError(f"--output {args.output}: {e.strerror}") from None
+    else:
+        write_out(text)
+    return EXIT_OK
