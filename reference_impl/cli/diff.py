@@ -6,6 +6,8 @@ Each side is one of:
 - a spec file or directory: ``my-npu.yaml``, ``spec/`` (a file holding one device
   compares that device; a directory compares every device, paired by name);
 - ``probe:D``: the installed torch's live autocast on device D;
+- ``extract:PATH``: what the C++ source at PATH (a file or a tree) registers, as
+  ``autocast-spec extract`` reads it: every device it registers, paired by name;
 
 and a spec side may carry ``@X.Y`` to read it for another torch version
 (``cuda@2.12``, ``spec@2.11``); ``--torch-version`` sets that for both sides.
@@ -22,6 +24,7 @@ from autocast_spec.model import Spec
 from autocast_spec.problems import SpecError, SpecProblem
 from autocast_spec.yaml_source import read_yaml
 
+from ..extract.api import ExtractError, extract
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
 from ..specdiff import PairingError, Side, SpecDiff, diff_sides
@@ -37,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "diff",
         help="compare two devices, spec trees, torch versions, or a spec with a live backend",
         description="Compare A with B. Each is a bundled device name (cuda), a spec file or "
-        "directory, or probe:D for the installed torch's live autocast on device D; a spec side "
+        "directory, probe:D for the installed torch's live autocast on device D, or extract:PATH for "
+        "the autocast registrations in C++ source (a file or a tree); a spec side "
         "may end in @X.Y to read it for that torch version (cuda@2.12). Lists ops added, "
         "removed and moved between policies, and changes of dtype defaults, supported dtypes, "
         "rules, tolerances and JIT limitation outcomes.",
@@ -105,8 +109,32 @@ def probe_side(device: str) -> Side:
     )
 
 
+def extract_side(path: str, torch_version: str | None) -> Side:
+    """What the C++ source at ``path`` registers; ops whose policy it cannot read are carried apart."""
+    if not path:
+        raise UsageError("'extract:': name the source, e.g. extract:aten/src/ATen/autocast_mode.cpp")
+    version = torch_version or installed_torch_version()
+    try:
+        specs = extract([Path(path)], version, every_device=True)
+    except ExtractError as e:
+        raise UsageError(*(f"extract:{path}: {line}" for line in e.lines)) from None
+    devices = {x.spec.device: x.spec for x in specs}
+    return Side(
+        f"extract:{path}",
+        devices,
+        None,
+        single=len(devices) == 1,
+        unobserved={x.spec.device: dict(x.extracted.unresolved) for x in specs},
+        notes=tuple(
+            n.rstrip(".") for x in specs for n in x.notes if n.startswith(("NOT EXTRACTED", "UNDECIDED"))
+        ),
+    )
+
+
 def resolve_side(text: str, torch_version: str | None) -> Side:
-    """``cuda``, ``cuda@2.12``, ``path/to/spec``, ``file.yaml@2.12`` or ``probe:D`` -> a Side."""
+    """``cuda``, ``cuda@2.12``, ``spec/``, ``file.yaml@2.12``, ``probe:D``, ``extract:PATH`` -> a Side."""
+    if text.startswith("extract:"):
+        return extract_side(text.removeprefix("extract:"), torch_version)
     if text.startswith("probe:"):
         device = text.removeprefix("probe:")
         if not device:
