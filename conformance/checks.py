@@ -5,14 +5,17 @@ Tests call one function here and one assertion from :mod:`conformance.assertions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from autocast_spec.model import EntryPoint, Sample, Tolerance
+from reference_impl.oracle import oracle_call
+from reference_impl.policy import AutocastState, SlotKind, expected_output_dtype, signature
 from reference_impl.runtime import synthesize_call
-from reference_impl.samples import Materialized, dtype_of, entry_point_sample
+from reference_impl.samples import Materialized, dtype_name, dtype_of, entry_point_sample, first_tensor
+from reference_impl.torch_registry import op_overload
 
 from .cases import ELIGIBILITY_CALL_KINDS, Case, other_device
 from .runner import (
@@ -23,9 +26,11 @@ from .runner import (
     make_inputs,
     plan_for,
     quiet,
+    reference_spec,
     resolve_mix,
     run_native,
     run_oracle,
+    state_for,
     tensor_dtypes,
 )
 from .target import Target
@@ -93,9 +98,6 @@ def _from_plan(target: Target, lower: torch.dtype, op: str, m: Materialized, fai
 
     Only the first output's dtype is known then (``Outcome.first_only``).
     """
-    from reference_impl.policy import expected_output_dtype
-
-    from .runner import state_for
 
     try:
         plan = plan_for(target, lower, op, m)
@@ -111,7 +113,6 @@ def _from_plan(target: Target, lower: torch.dtype, op: str, m: Materialized, fai
 
 def expected_arrival(target: Target, lower: torch.dtype, op: str, m: Materialized) -> tuple[str, list[str]]:
     """The overload the plan calls and the tensor dtypes it should receive below Autocast."""
-    from reference_impl.samples import dtype_name
 
     plan = plan_for(target, lower, op, m)
     to = {c.path: dtype_name(c.to_dtype) for c in plan.casts}
@@ -195,11 +196,6 @@ def numerics_call(target: Target, case: Case) -> PolicyResult:
     if ref_dev == target.device:
         expected = run_oracle(target, lower, case.op, rm)
     else:
-        from reference_impl.oracle import oracle_call
-        from reference_impl.policy import AutocastState
-
-        from .runner import reference_spec
-
         ref_spec = reference_spec(target)
         state = AutocastState(target.device, lower)
         # The plan is decided for the backend, then applied to reference-device tensors.
@@ -209,9 +205,6 @@ def numerics_call(target: Target, case: Case) -> PolicyResult:
 
 
 def _oracle_on(spec: Any, state: Any, op: str, m: Materialized, device: str, oracle_call: Any) -> Any:
-    from dataclasses import replace
-
-    from reference_impl.policy import AutocastState
 
     ref_state = AutocastState(device, state.dtype, True)
     devices = dict(spec.devices)
@@ -258,7 +251,6 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
         if case.variant == "out":
             kwargs.update(out_arguments(entry, next(t for t in m.tensors())))
         m2 = Materialized(tuple(args), kwargs)
-        from reference_impl.torch_registry import op_overload
 
         fn = op_overload(entry)
         calls, err = intercepted(target, lower, entry, lambda: fn(*m2.args, **m2.kwargs))
@@ -286,7 +278,6 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
 
 def out_arguments(out_op: str, like: torch.Tensor) -> dict[str, torch.Tensor]:
     """The written-to keyword arguments of an ``out=`` overload (``out``, or ``Q``/``R``...)."""
-    from reference_impl.torch_registry import op_overload
 
     return {
         a.name: torch.empty_like(like)
@@ -322,7 +313,6 @@ def unlisted_call(target: Target, case: Case) -> Untouched:
                 case.op, lambda i: torch.ones(2, 2, dtype=dt[0], device=target.device)
             )
             m = Materialized(args, kwargs)
-        from reference_impl.torch_registry import op_overload
 
         fn = op_overload(case.op)
         calls, err = intercepted(target, lower, case.op, lambda: fn(*m.args, **m.kwargs))
@@ -333,7 +323,6 @@ def unlisted_call(target: Target, case: Case) -> Untouched:
 
 def explicit_dtype_call(target: Target, case: Case) -> PolicyResult:
     """The op with its optional dtype argument given explicitly (float64), lower inputs."""
-    from reference_impl.policy import SlotKind, signature
 
     lower = lower_of(case)
     sample = target.spec.ops[case.op].samples[0]
@@ -363,7 +352,6 @@ class AutogradResult:
 
 def _forward_backward(fn: Any, leaves: list[torch.Tensor]) -> AutogradSide:
     """Run ``fn`` (the forward), then backward outside autocast; record dtypes."""
-    from reference_impl.samples import dtype_name, first_tensor
 
     seen: list[str] = []
     try:
@@ -397,10 +385,6 @@ def autograd_call(target: Target, case: Case) -> AutogradResult:
         def native_fwd() -> Any:
             with target.autocast(lower):
                 return call_entry(case.op, case.op, m)
-
-        from reference_impl.oracle import oracle_call
-
-        from .runner import reference_spec, state_for
 
         native = _forward_backward(native_fwd, leaves_of(m))
         reference = _forward_backward(

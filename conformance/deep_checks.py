@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from reference_impl.samples import Materialized, dtype_name, first_tensor, output_tensors
 
@@ -139,7 +140,6 @@ def grad_run(target: Target, case: Case, wrap: Callable[..., Any] | None) -> tup
 
 
 def checkpointed(reentrant: bool) -> Callable[..., Any]:
-    from torch.utils.checkpoint import checkpoint
 
     return lambda body, *ts: checkpoint(body, *ts, use_reentrant=reentrant)
 

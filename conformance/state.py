@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from reference_impl.samples import dtype_of
+
 
 def autocast_nesting() -> int:
     """The autocast nesting depth (torch has only increment/decrement; net effect nil)."""
@@ -41,7 +43,6 @@ def snapshot(devices: tuple[str, ...]) -> AutocastSnapshot:
 
 def restore(s: AutocastSnapshot) -> None:
     """Put the state back after a leak, so that one leaking test does not fail the next."""
-    from reference_impl.samples import dtype_of
 
     for dev, enabled, dtype in s.per_device:
         torch.set_autocast_enabled(dev, enabled)

@@ -20,6 +20,7 @@ from autocast_spec.loader import load_spec
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
+from reference_impl.reference_autocast import autocast as reference_autocast
 from reference_impl.runtime import device_is_real, fake_device_supported, raw_autocast, tensor_context
 from reference_impl.samples import dtype_of
 from reference_impl.torch_registry import op_exists
@@ -94,8 +95,6 @@ class Target:
         """The autocast context manager / decorator under test, called like ``torch.autocast``:
         ``torch.autocast`` natively, ``reference_impl.autocast`` with ``--implementation reference``."""
         if self.uses_reference:
-            from reference_impl.reference_autocast import autocast as reference_autocast
-
             return functools.partial(reference_autocast, spec=self.reference_spec)
         return torch.autocast
 
