@@ -13,7 +13,7 @@ import torch
 from autocast_spec.model import EntryPoint, Sample, Tolerance
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState, SlotKind, expected_output_dtype, signature
-from reference_impl.runtime import synthesize_call
+from reference_impl.runtime import quiet, synthesize_call
 from reference_impl.samples import Materialized, dtype_name, dtype_of, entry_point_sample, first_tensor
 from reference_impl.torch_registry import op_overload
 
@@ -25,7 +25,6 @@ from .runner import (
     intercepted,
     make_inputs,
     plan_for,
-    quiet,
     reference_spec,
     resolve_mix,
     run_native,

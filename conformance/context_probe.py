@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.runtime import Intercepted, autograd_key_for, intercept
+from reference_impl.runtime import Intercepted, autograd_key_for, intercept, quiet
 from reference_impl.samples import Materialized, dtype_name
 
 from .cases import probe_op
-from .runner import call_entry, make_inputs, quiet
+from .runner import call_entry, make_inputs
 from .target import Target
 
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
+from reference_impl.runtime import quiet
 from reference_impl.samples import dtype_name, dtype_of
 
 from .cases import Case, other_device
-from .runner import quiet
 from .target import Target
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from reference_impl.runtime import quiet
 from reference_impl.samples import Materialized, dtype_name, first_tensor, output_tensors
 
 from .cases import Case
@@ -20,7 +21,6 @@ from .runner import (
     intercepted,
     make_inputs,
     plan_for,
-    quiet,
     resolve_mix,
     run_oracle,
 )

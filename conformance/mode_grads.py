@@ -16,10 +16,11 @@ from typing import Any
 
 import torch
 
+from reference_impl.runtime import quiet
 from reference_impl.samples import first_tensor, materialize
 
 from .deep_checks import rebuilt
-from .runner import call_entry, quiet
+from .runner import call_entry
 from .target import Target
 
 VARIANTS = ("region", "inner_disabled")

@@ -7,9 +7,7 @@ intercepting what arrives below the Autocast dispatch key.
 
 from __future__ import annotations
 
-import contextlib
-import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +16,7 @@ import torch
 from autocast_spec.model import EntryPoint, ListArg, Sample, Spec, TensorArg
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState, CastPlan, decide
-from reference_impl.runtime import Call, Intercepted, autograd_key_for, intercept
+from reference_impl.runtime import Call, Intercepted, autograd_key_for, intercept, quiet
 from reference_impl.samples import (
     Materialized,
     call_entry_point,
@@ -33,13 +31,6 @@ from .target import Target
 # An input mix: the dtypes given to the sample's test-float tensors, in order
 # (the last one repeats). "lower" means the autocast dtype under test.
 Mix = tuple[str, ...]
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 # "foreign": the other lower dtype (float16 under bfloat16 autocast and the reverse).

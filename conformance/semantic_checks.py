@@ -16,12 +16,12 @@ from typing import Any
 
 import torch
 
+from reference_impl.runtime import autocast_nesting, quiet
 from reference_impl.samples import Materialized, dtype_name, dtype_of
 
 from .cases import Case
 from .context_probe import Probe, flat_tensors
-from .runner import make_inputs, plan_for, quiet
-from .state import autocast_nesting
+from .runner import make_inputs, plan_for
 from .target import Target
 
 

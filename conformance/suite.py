@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import torch
 
+from reference_impl.runtime import restore_autocast, snapshot_autocast
 from reference_impl.samples import dtype_of
 
 from . import cases as gen
 from . import refusal, registry
 from .context_probe import require_autocast
 from .plugin import TARGET_KEY, target_of
-from .state import restore, snapshot
 from .target import Target
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -127,14 +127,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         return (yield)
     target = target_of(item.config)
     devices = tuple(dict.fromkeys((target.device, "cpu")))
-    before = snapshot(devices)
+    before = snapshot_autocast(*devices)
     try:
         result = yield
     finally:
-        after = snapshot(devices)
+        after = snapshot_autocast(*devices)
         leaked = before.differences(after)
         if leaked:
-            restore(before)
+            restore_autocast(before)
     if leaked:
         pytest.fail("the test leaked autocast state: " + "; ".join(leaked), pytrace=False)
     return result

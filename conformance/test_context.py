@@ -14,8 +14,8 @@ import torch
 
 from conformance.context_probe import make_probe
 from conformance.known_bugs import judge
-from conformance.state import restore, snapshot
 from conformance.target import Target
+from reference_impl.runtime import restore_autocast, snapshot_autocast
 from reference_impl.samples import dtype_name
 
 pytestmark = [pytest.mark.context, pytest.mark.usefixtures("native_autocast")]
@@ -97,7 +97,7 @@ def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
     each region they leave restores the state it found."""
     d = target.device
     restores = target.spec.rules.context.exception_restores_state
-    found = snapshot((d,))
+    found = snapshot_autocast(d)
     state = lambda: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))  # noqa: E731
 
     def same(a: object, b: object, message: str) -> None:
@@ -116,7 +116,7 @@ def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
         raise ValueError("boom")
     same(state(), before, f"state {state()} after exceptions left nested regions, was {before}")
     if not restores:  # the spec claims nothing: put the state back for the suite's leak check
-        restore(found)
+        restore_autocast(found)
 
 
 def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:

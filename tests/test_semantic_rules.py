@@ -20,6 +20,7 @@ from conformance.cases import Case, eligibility
 from conformance.custom_checks import custom_function_combination
 from conformance.semantic_checks import cache_scenario, thread_scenario
 from conformance.target import Options, Target, resolve_target
+from reference_impl.runtime import autocast_state_kept
 
 DTYPE = "bfloat16"
 
@@ -132,16 +133,12 @@ class _KeepsStateOnException:
 def test_exception_knob_decides_the_check(cpu: Target, restores: bool) -> None:
     t = with_rules(cpu, "context", exception_restores_state=restores)
     stand_in = type("T", (), {"device": "cpu", "spec": t.spec, "autocast_impl": _KeepsStateOnException})()
-    before = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
-    try:
+    with autocast_state_kept("cpu"):
         if restores:
             with pytest.raises(AssertionError, match="after an exception"):
                 test_context.test_exception_restores_state(stand_in, torch.bfloat16)  # type: ignore[arg-type]
         else:
             test_context.test_exception_restores_state(stand_in, torch.bfloat16)  # type: ignore[arg-type]
-    finally:
-        torch.set_autocast_enabled("cpu", before[0])
-        torch.set_autocast_dtype("cpu", before[1])
 
 
 def _steps(t: Target, steps: list[tuple[str, dict[str, Any]]]) -> None:

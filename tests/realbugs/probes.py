@@ -18,7 +18,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from reference_impl.runtime import raw_autocast
 
 PROBES: dict[str, Callable[[], Any]] = {}
 
@@ -43,17 +46,8 @@ def name(dtype: Any) -> str:
 @contextmanager
 def fake_cuda_autocast(dtype: torch.dtype = torch.float16) -> Iterator[None]:
     """CUDA autocast on FakeTensors (no GPU): the thread-local state set directly."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    before = torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda")
-    with FakeTensorMode():
-        torch.set_autocast_enabled("cuda", True)
-        torch.set_autocast_dtype("cuda", dtype)
-        try:
-            yield
-        finally:
-            torch.set_autocast_enabled("cuda", before[0])
-            torch.set_autocast_dtype("cuda", before[1])
+    with FakeTensorMode(), raw_autocast("cuda", dtype):
+        yield
 
 
 def cpu_autocast(dtype: torch.dtype = torch.bfloat16, **kw: Any) -> torch.autocast:
