@@ -347,3 +347,12 @@ class Spec:
 
     def op_info(self, op: str) -> OpInfo | None:
         return self.ops.get(op)
+
+    def tolerance(self, op: str, dtype: str) -> Tolerance | None:
+        """How far ``op``'s outputs under ``dtype`` autocast may stray from a reference
+        computed elsewhere: the op catalog's entry, else the rules' default (None: no
+        tolerance is stated for ``dtype``)."""
+        info = self.ops.get(op)
+        if info is not None and dtype in info.tolerance:
+            return info.tolerance[dtype]
+        return self.rules.default_tolerance.get(dtype)

@@ -180,7 +180,7 @@ def tolerance(target: Target, case: Case) -> Tolerance | None:
     info = target.spec.ops[case.op]
     if target.reference_device == target.device and not info.nondeterministic:
         return None
-    return info.tolerance.get(case.dtype) or target.spec.rules.default_tolerance.get(case.dtype)
+    return target.spec.tolerance(case.op, case.dtype)
 
 
 def numerics_call(target: Target, case: Case) -> PolicyResult:

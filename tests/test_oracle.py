@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from autocast_spec.loader import load_spec
-from reference_impl.oracle import oracle_call, output_mismatch, tolerance_for
+from reference_impl.compare import output_mismatch
+from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState
 from reference_impl.samples import dtype_name, dtype_of, materialize, op_overload
 
@@ -91,7 +92,7 @@ def test_oracle_equals_native_bitwise(device: str, op: str, index: int, dtype: s
             f"error messages differ: native {native_err}, oracle {oracle_err}{how}"
         )
         return
-    tolerance = tolerance_for(SPEC, op, lower) if info.nondeterministic else None
+    tolerance = SPEC.tolerance(op, dtype_name(lower)) if info.nondeterministic else None
     problem = output_mismatch(expected, actual, tolerance, info.scratch_outputs)
     assert problem is None, f"{op} {dtype_name(lower)} inputs {inputs}: {problem}{how}"
 
