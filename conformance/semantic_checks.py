@@ -20,8 +20,8 @@ from reference_impl.runtime import autocast_nesting, quiet
 from reference_impl.samples import Materialized, dtype_name, dtype_of
 
 from .cases import Case
-from .context_probe import Probe, flat_tensors
 from .runner import make_inputs, plan_for
+from .sentinel import Sentinel, flat_tensors
 from .target import Target
 
 
@@ -80,7 +80,7 @@ def cache_scenario(target: Target, case: Case) -> CacheScenario:
     lower = dtype_of(case.dtype)
     rules = target.spec.rules.cache
     m = cache_inputs(target, case)
-    p = Probe(target, case.op, m)
+    p = Sentinel(target, case.op, m)
     cast, weight = cached_slots(target, case, m)
     region = lambda **kw: target.autocast_impl(target.device, dtype=lower, **kw)  # noqa: E731
     desc = {
@@ -147,7 +147,7 @@ def other_dtype_scenario(target: Target, case: Case) -> OtherDtypeScenario:
     other = dtype_of(next(d for d in target.device_spec.supported_dtypes if d != case.dtype))
     key = target.spec.rules.cache.key
     m = cache_inputs(target, case)
-    p = Probe(target, case.op, m)
+    p = Sentinel(target, case.op, m)
     _, weight = cached_slots(target, case, m)
     with target.tensors(), target.autocast_impl(target.device, dtype=lower):
         a = flat_tensors(p.arrived())

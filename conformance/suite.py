@@ -14,8 +14,8 @@ from reference_impl.samples import dtype_of
 
 from . import cases as gen
 from . import refusal, registry
-from .context_probe import require_autocast
 from .plugin import TARGET_KEY, target_of
+from .sentinel import require_autocast
 from .target import Target
 
 PACKAGE_DIR = Path(__file__).resolve().parent

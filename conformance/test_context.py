@@ -12,8 +12,8 @@ import warnings
 import pytest
 import torch
 
-from conformance.context_probe import make_probe
 from conformance.known_bugs import judge
+from conformance.sentinel import make_sentinel
 from conformance.target import Target
 from reference_impl.runtime import restore_autocast, snapshot_autocast
 from reference_impl.samples import dtype_name
@@ -59,7 +59,7 @@ def test_any_autocast_enabled(target: Target, lower: torch.dtype) -> None:
 
 def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> None:
     """Regions act; with rules.context.nesting_restores_state, each exit restores the state it found."""
-    p = make_probe(target)
+    p = make_sentinel(target)
     lo = _lower(lower)
     restores = target.spec.rules.context.nesting_restores_state
 
@@ -81,7 +81,7 @@ def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> N
 
 
 def test_decorator_form(target: Target, lower: torch.dtype) -> None:
-    p = make_probe(target)
+    p = make_sentinel(target)
 
     @target.autocast_impl(target.device, dtype=lower)
     def body() -> str:
