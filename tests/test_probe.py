@@ -44,11 +44,11 @@ def test_maia_policies_are_marked_as_not_observed(spec: Spec) -> None:
     assert "NOT OBSERVED" in probed_yaml(probed)
 
 
-def test_probe_cli_json_and_policy_only(capsys: pytest.CaptureFixture[str], spec: Spec) -> None:
+def test_probe_cli_json_and_table(capsys: pytest.CaptureFixture[str], spec: Spec) -> None:
     assert main(["probe", "--device", "cpu", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["device"] == "cpu" and data["default_dtype"] == spec.devices["cpu"].default_dtype
-    assert main(["probe", "--device", "cpu", "--policy-only", "--format", "json"]) == 0
+    assert main(["probe", "--device", "cpu", "--table", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == spec.devices["cpu"].policy_table()
 
 
@@ -57,3 +57,9 @@ def test_probe_bad_device_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],
     assert main(["probe", "--device", device]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --device") and "\n" not in err, err
+
+
+def test_probe_policy_only_names_its_new_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["probe", "--device", "cpu", "--policy-only"]) == 2
+    err = capsys.readouterr().err
+    assert "--table" in err and "Traceback" not in err, err
