@@ -156,10 +156,6 @@ class EntryPoint:
     name: str
     sample: Sample | None = None
 
-    @property
-    def is_method(self) -> bool:
-        return self.name.startswith("Tensor.")
-
 
 @dataclass(frozen=True)
 class KernelGap:

@@ -98,10 +98,6 @@ class Target:
             return functools.partial(reference_autocast, spec=self.reference_spec)
         return torch.autocast
 
-    @property
-    def fake(self) -> bool:
-        return self.policy_only
-
     def tensors(self, device: str | None = None) -> contextlib.AbstractContextManager[None]:
         """Where tensors of ``device`` (default: the backend) are made: FakeTensors in policy-only."""
         dev = device or self.device
