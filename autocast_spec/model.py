@@ -336,7 +336,7 @@ class Spec:
     content_hash: str
     limitations: tuple[JitLimitation, ...] = ()
     mode_divergences: Mapping[str, ModeDivergences] = field(default_factory=frozen_map)
-    installed_torch: str = ""  # the torch installed when it was loaded ("" where none was asked)
+    installed_torch: str = ""  # the release of the torch it was loaded for (TorchFacts.version)
 
     def device(self, name: str) -> DeviceSpec:
         try:

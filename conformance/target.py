@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.runtime import device_is_real, fake_device_supported, raw_autocast, tensor_context
 from reference_impl.samples import dtype_of
 from reference_impl.torch_registry import op_exists
@@ -167,7 +167,7 @@ def _load(paths: tuple[str, ...], categories: Collection[str] | None = None) -> 
         if not Path(p).exists():
             raise TargetError(f"--spec {p}: no such file or directory")
     try:
-        return load_spec([Path(p) for p in paths] or None, nearest=True, categories=categories)
+        return load_installed_spec([Path(p) for p in paths] or None, nearest=True, categories=categories)
     except SpecError as e:
         first = e.problems[0] if e.problems else None
         more = (
