@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Union
 
@@ -91,6 +91,15 @@ class DeviceSpec:
 
     def policy_table(self) -> dict[str, str]:
         return {op: self.ops[op].policy.value for op in sorted(self.ops)}
+
+    def renamed(self, device: str) -> DeviceSpec:
+        """This device's rules under another device name.
+
+        For a PrivateUse1 backend renamed by ``torch.utils.rename_privateuse1_backend``
+        (it reads ``spec/privateuse1.yaml`` under its own name), or a reference device
+        deciding for the backend: the policy engine only acts for the device it is named.
+        """
+        return replace(self, device=device)
 
 
 @dataclass(frozen=True)
@@ -347,3 +356,8 @@ class Spec:
 
     def op_info(self, op: str) -> OpInfo | None:
         return self.ops.get(op)
+
+    def with_device(self, name: str, device: DeviceSpec) -> Spec:
+        """A copy in which device ``name`` follows ``device``'s rules (renamed to ``name``)."""
+        devices = {**self.devices, name: device.renamed(name)}
+        return replace(self, devices=frozen_map(dict(sorted(devices.items()))))

@@ -209,14 +209,10 @@ def numerics_call(target: Target, case: Case) -> PolicyResult:
 
 
 def _oracle_on(spec: Any, state: Any, op: str, m: Materialized, device: str, oracle_call: Any) -> Any:
-    from dataclasses import replace
-
     from reference_impl.policy import AutocastState
 
     ref_state = AutocastState(device, state.dtype, True)
-    devices = dict(spec.devices)
-    devices[device] = replace(spec.device(state.device), device=device)
-    return oracle_call(replace(spec, devices=devices), ref_state, op, m.args, m.kwargs)
+    return oracle_call(spec.with_device(device, spec.device(state.device)), ref_state, op, m.args, m.kwargs)
 
 
 # ---------------------------------------------------------------------------

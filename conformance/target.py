@@ -80,14 +80,10 @@ class Target:
     def uses_reference(self) -> bool:
         return self.implementation == "reference"
 
-    @functools.cached_property
+    @property
     def reference_spec(self) -> Spec:
-        """The spec the reference reads, with the device spec named as the backend."""
-        if self.device in self.spec.devices:
-            return self.spec
-        devices = dict(self.spec.devices)
-        devices[self.device] = self.device_spec
-        return replace(self.spec, devices=devices)
+        """The spec the reference reads: the run's, which names the backend's device as the backend."""
+        return self.spec
 
     @property
     def autocast_impl(self) -> Callable[..., Any]:
@@ -136,12 +132,15 @@ class Target:
         )
 
 
-def _device_spec_for(spec: Spec, backend: str) -> DeviceSpec:
+def _spec_for_backend(spec: Spec, backend: str) -> Spec:
+    """``spec`` as it describes ``backend``: a PrivateUse1 backend renamed by
+    ``torch.utils.rename_privateuse1_backend`` with no device file of its own reads
+    ``privateuse1``'s, under its own name (the policy engine acts for the device it is named)."""
     if backend in spec.devices:
-        return spec.devices[backend]
+        return spec
     pu1 = torch._C._get_privateuse1_backend_name()
     if backend == pu1 and "privateuse1" in spec.devices:
-        return spec.devices["privateuse1"]
+        return spec.with_device(backend, spec.devices["privateuse1"])
     known = ", ".join(sorted(spec.devices))
     raise TargetError(
         f"--backend {backend}: the spec has no device {backend!r} (known: {known}); "
@@ -186,8 +185,8 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     backend = opts.backend or "cpu"
     if opts.implementation not in IMPLEMENTATIONS:
         raise TargetError(f"--implementation {opts.implementation}: use one of {', '.join(IMPLEMENTATIONS)}")
-    spec = _load(opts.spec, categories)
-    ds = _device_spec_for(spec, backend)
+    spec = _spec_for_backend(_load(opts.spec, categories), backend)
+    ds = spec.devices[backend]
     dtypes = _dtypes_for(ds, opts.dtype)
     for d in dtypes:
         dtype_of(d)

@@ -27,7 +27,7 @@ BF16 = AutocastState("cpu", torch.bfloat16)
 
 
 def as_cpu(device: str) -> DeviceSpec:
-    return dataclasses.replace(SPEC.device(device), device="cpu")
+    return SPEC.device(device).renamed("cpu")
 
 
 def pick(policy: Policy, where: DeviceSpec, pred: Callable[[str], bool] = lambda op: True) -> str:
