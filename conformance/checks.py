@@ -5,7 +5,7 @@ Tests call one function here and one assertion from :mod:`conformance.assertions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -206,9 +206,7 @@ def numerics_call(target: Target, case: Case) -> PolicyResult:
 def _oracle_on(spec: Any, state: Any, op: str, m: Materialized, device: str, oracle_call: Any) -> Any:
 
     ref_state = AutocastState(device, state.dtype, True)
-    devices = dict(spec.devices)
-    devices[device] = replace(spec.device(state.device), device=device)
-    return oracle_call(replace(spec, devices=devices), ref_state, op, m.args, m.kwargs)
+    return oracle_call(spec.with_device(device, spec.device(state.device)), ref_state, op, m.args, m.kwargs)
 
 
 # ---------------------------------------------------------------------------

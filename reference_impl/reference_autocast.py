@@ -31,10 +31,10 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import DeviceSpec, Policy, Spec
 
 from . import trace
+from .installed_spec import load_installed_spec
 from .oracle import BannedOpError, _get, _set, bind_all
 from .policy import AutocastState, CastPlan, Path, decide, signature
 from .samples import dtype_name
@@ -46,7 +46,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 @functools.lru_cache(maxsize=1)
 def default_spec() -> Spec:
     """The bundled spec for the installed torch (loaded once)."""
-    return load_spec()
+    return load_installed_spec()
 
 
 # ---------------------------------------------------------------------------

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import Spec
 from reference_impl.cli import diff as diff_cmd
 from reference_impl.cli.main import main
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.probe.device_spec import probe_device, probed_yaml
 from reference_impl.specdiff_render import to_markdown
 
@@ -32,7 +32,7 @@ def test_probe_yaml_validates_and_round_trips(spec: Spec, device: str, tmp_path:
     probed = probe_device(device, spec.devices[device])
     out = tmp_path / f"{device}.yaml"
     out.write_text(probed_yaml(probed), encoding="utf-8")
-    loaded = load_spec([out])  # a flat device file overlaid on the bundled spec
+    loaded = load_installed_spec([out])  # a flat device file overlaid on the bundled spec
     assert loaded.devices[device].policy_table() == spec.devices[device].policy_table()
     assert main(["diff", str(out), device, "--exit-code"]) == 0
 

@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 import torch
 
-from autocast_spec.loader import bundled_spec_dir, load_spec
+from autocast_spec.files import bundled_spec_dir
 from autocast_spec.problems import SpecError
 from conformance import registry, semantic_cases, test_context, test_transitions
 from conformance.cases import Case, eligibility
 from conformance.custom_checks import custom_function_combination
 from conformance.semantic_checks import cache_scenario, thread_scenario
 from conformance.target import Options, Target, resolve_target
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.runtime import autocast_state_kept
 
 DTYPE = "bfloat16"
@@ -211,11 +212,11 @@ def test_mandatory_core_names_are_checked(tmp_path: Path) -> None:
     rules = spec / "rules.yaml"
     rules.write_text(rules.read_text().replace("mandatory_core: [", "mandatory_core: [contxt, "))
     with pytest.raises(SpecError) as e:
-        load_spec([spec], categories=registry.mandatory_able())
+        load_installed_spec([spec], categories=registry.mandatory_able())
     (problem,) = e.value.problems
     assert problem.file.endswith("rules.yaml") and problem.line > 0
     assert "'contxt' is not a test category" in problem.message and "did you mean context" in problem.message
-    load_spec([spec])  # without the registry the loader cannot know the names
+    load_installed_spec([spec])  # without the registry the loader cannot know the names
 
 
 def test_new_thread_sees_defaults_natively() -> None:

@@ -9,7 +9,6 @@ pure functions here; the pytest hooks in :mod:`.plugin` call them.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,8 +18,9 @@ from typing import Any
 
 import jsonschema
 
-from autocast_spec.loader import bundled_spec_dir
+from autocast_spec.files import bundled_spec_dir
 from autocast_spec.problems import SpecError, SpecProblem
+from autocast_spec.schema import schema_problems
 from autocast_spec.yaml_source import read_yaml
 
 SCHEMA_FILE = "expectations.schema.json"
@@ -124,12 +124,6 @@ def glob_matches(pattern: str, test_id: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def load_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads((bundled_spec_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
-    return schema
-
-
 def _friendly(err: jsonschema.ValidationError) -> str:
     schema: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
     value: Any = err.validator_value
@@ -155,14 +149,7 @@ def _friendly(err: jsonschema.ValidationError) -> str:
 def load_expectations(path: Path) -> Expectations:
     """Read and validate ``path``; raise :class:`SpecError` listing every problem (file:line)."""
     doc = read_yaml(path, str(path))  # raises SpecProblem on unreadable files
-    probs: list[SpecProblem] = []
-    validator = jsonschema.Draft202012Validator(load_schema())
-    for err in validator.iter_errors(doc.data):
-        errs: Iterable[jsonschema.ValidationError] = (
-            err.context if err.validator in ("allOf", "if") and err.context else [err]
-        )
-        for e in errs:
-            probs.append(SpecProblem(doc.file, doc.line_of(tuple(e.absolute_path)), _friendly(e)))
+    probs = schema_problems(doc, bundled_spec_dir() / SCHEMA_FILE, _friendly)
     if probs:
         raise SpecError(probs)
     entries = []

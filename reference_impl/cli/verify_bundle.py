@@ -30,6 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from autocast_spec.problems import SpecError, SpecProblem
+
+from ..installed_spec import load_installed_spec
 from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
 
 REGENERATE_TIMEOUT_S = 900
@@ -119,8 +122,6 @@ def regenerate(meta: dict[str, Any], root: Path) -> list[dict[str, Any]]:
 
 def verify(root: Path) -> tuple[bool, list[str], list[str]]:
     """(conformant, reasons it is not, informational lines)."""
-    from autocast_spec.loader import load_spec
-    from autocast_spec.problems import SpecError, SpecProblem
     from conformance.certify import bundle as B
     from conformance.certify.expectations import load_expectations
     from conformance.certify.plugin import suite_version
@@ -155,7 +156,7 @@ def verify(root: Path) -> tuple[bool, list[str], list[str]]:
 
     copies = [root / c for c in meta.get("spec_copies", [])]
     try:
-        spec = load_spec(copies or None)
+        spec = load_installed_spec(copies or None)
     except SpecError as e:
         raise UsageError(f"{root}: the bundled spec does not load: {e.problems[0]}") from None
     if spec.content_hash != meta.get("spec_hash"):
