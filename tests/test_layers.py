@@ -35,9 +35,10 @@ class Import:
     target: str  # the imported module, absolute and dotted
     line: int
     top_level: bool  # False when inside a function or method body
+    path: Path
 
     def where(self) -> str:
-        return f"{self.module.replace('.', '/')}.py:{self.line}"
+        return f"{self.path.relative_to(REPO) if self.path.is_relative_to(REPO) else self.path}:{self.line}"
 
 
 def modules() -> Iterator[tuple[str, Path]]:
@@ -65,10 +66,10 @@ def imports_of(module: str, path: Path) -> list[Import]:
         for child in ast.iter_child_nodes(node):
             nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
-                found.extend(Import(module, a.name, child.lineno, not in_function) for a in child.names)
+                found.extend(Import(module, a.name, child.lineno, not in_function, path) for a in child.names)
             elif isinstance(child, ast.ImportFrom):
                 target = _absolute(module, is_package, child)
-                found.append(Import(module, target, child.lineno, not in_function))
+                found.append(Import(module, target, child.lineno, not in_function, path))
             visit(child, nested)
 
     visit(tree, False)
