@@ -4,7 +4,8 @@ Spec entries carry ``since`` (inclusive) and ``until`` (exclusive) releases, dev
 files a PEP 440 ``torch:`` range, and an entry registered only in some builds of a
 release a ``build:`` condition (``cudnn``: only where torch was built with cuDNN, as
 the CUDA wheels are and the CPU wheels are not). Everything here is pure: the
-installed torch's version and build are passed in.
+torch's release, build and operator names arrive as a :class:`TorchFacts` value
+(``reference_impl.torch_registry.installed_torch()`` for the installed one).
 """
 
 from __future__ import annotations
