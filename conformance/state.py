@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from reference_impl.dtypes import dtype_name, dtype_of
+
 
 def autocast_nesting() -> int:
     """The autocast nesting depth (torch has only increment/decrement; net effect nil)."""
@@ -41,11 +43,9 @@ def snapshot(devices: tuple[str, ...]) -> AutocastSnapshot:
 
 def restore(s: AutocastSnapshot) -> None:
     """Put the state back after a leak, so that one leaking test does not fail the next."""
-    from reference_impl.samples import dtype_of
-
     for dev, enabled, dtype in s.per_device:
         torch.set_autocast_enabled(dev, enabled)
-        torch.set_autocast_dtype(dev, dtype_of(dtype.removeprefix("torch.")))
+        torch.set_autocast_dtype(dev, dtype_of(dtype_name(dtype)))
     torch.set_autocast_cache_enabled(s.cache_enabled)
     depth = autocast_nesting()
     while depth > s.nesting:

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from reference_impl.dtypes import dtype_name
+
 PROBES: dict[str, Callable[[], Any]] = {}
 
 
@@ -37,7 +39,7 @@ def observe(fn: Callable[[], Any]) -> Any:
 
 
 def name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
+    return dtype_name(dtype)
 
 
 @contextmanager
