@@ -7,9 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from autocast_spec.model import Divergence, Spec
-from conformance import jit_scenarios, modes
+from conformance import jit_scenarios, mode_run, mode_verdict
 from reference_impl.cli.list_cmd import device_listing
 from reference_impl.cli.readme_tables import END, START, extract_block, jit_block
 
@@ -80,18 +81,21 @@ DECL = Divergence("aten::mm", "bfloat16", "float32", "test", "float32")
     ],
 )
 def test_judge(eager: str, observed: str, declared: Divergence | None, status: str) -> None:
-    verdict = modes.judge("script", "aten::mm", "bfloat16", "float32", eager, observed, declared)
+    verdict = mode_verdict.judge("script", "aten::mm", "bfloat16", "float32", eager, observed, declared)
     assert verdict.status == status, verdict.detail
 
 
 @pytest.mark.parametrize(("observed", "status"), [("float32", "declared"), ("error", "undeclared")])
 def test_judge_shows_the_condition_a_divergence_depends_on(observed: str, status: str) -> None:
     declared = replace(DECL, condition="the host CPU has AVX-512")
-    verdict = modes.judge("compile", "aten::mm", "bfloat16", "float32", "bfloat16", observed, declared)
+    verdict = mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "bfloat16", observed, declared)
     assert verdict.status == status and "condition: the host CPU has AVX-512" in verdict.detail, verdict
-    stale = modes.judge("compile", "aten::mm", "bfloat16", "float32", "error", "error", declared)
+    stale = mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "error", "error", declared)
     assert stale.status == "stale" and "the host CPU has AVX-512" in stale.detail, stale
-    assert "condition" not in modes.judge("compile", "aten::mm", "bfloat16", "float32", "b", "f", DECL).detail
+    assert (
+        "condition"
+        not in mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "b", "f", DECL).detail
+    )
 
 
 def test_declared_conditions_load(spec: Spec) -> None:
@@ -113,11 +117,9 @@ def test_classify_outcomes() -> None:
 
 
 def test_script_source_renders_constants() -> None:
-    import torch
-
-    src = modes.script_source(
+    src = mode_run.script_source(
         "aten::sum.dim_IntList",
-        (modes._Slot((0,), False), [0], False),
+        (mode_run.Slot((0,), False), [0], False),
         {"dtype": torch.float32},
         1,
         "cpu",
