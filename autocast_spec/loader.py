@@ -473,6 +473,7 @@ def _build_jit(
                 differs=tuple(_divergence(x) for x in d.get("differs", [])),
                 devices=tuple(d.get("devices", [])),
                 later_calls=d.get("later_calls"),
+                observes=tuple(d.get("observes", [])),
             )
         )
     divs = {
