@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.dtypes import dtype_name
+from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.samples import materialize
 from reference_impl.torch_registry import split_op_name
 
@@ -44,6 +44,7 @@ from .mode_verdict import observed_label
 # The device whose policy lists TorchScript's autocast pass copies its own lists from
 # (torch/csrc/jit/passes/autocast.cpp: "TODO: Use the list from AMP eager directly").
 JIT_PASS_LISTS_FROM = "cuda"
+JIT_FP32_CAST = "aten::_autocast_to_full_precision"  # the graph node the JIT pass casts to float32 with
 
 
 @scenario("script-region-basic")
@@ -193,7 +194,7 @@ def _cast_before(op: str, ctx: Setting, device: str, dtype: torch.dtype) -> bool
     ns, name, _ = split_op_name(op)
     for node in torch.jit.last_executed_optimized_graph().nodes():
         if node.kind() == f"{ns}::{name}":
-            return bool(next(iter(node.inputs())).node().kind() == "aten::_autocast_to_full_precision")
+            return bool(next(iter(node.inputs())).node().kind() == JIT_FP32_CAST)
     raise ScenarioBug(f"no {ns}::{name} node in the optimized graph of the scripted {op} call")
 
 
@@ -205,7 +206,8 @@ def _script_missing_append_dtype(ctx: Setting) -> Observation:
     picked = source.ops_with(Policy.FP32_APPEND_DTYPE)
     if not picked:
         raise ScenarioBug(f"the {JIT_PASS_LISTS_FROM} spec lists no fp32_append_dtype op to script")
-    cast = {op: _cast_before(op, ctx, JIT_PASS_LISTS_FROM, torch.float16) for op in (*ctx.ops, *picked)}
+    region = dtype_of(source.default_dtype)
+    cast = {op: _cast_before(op, ctx, JIT_PASS_LISTS_FROM, region) for op in (*ctx.ops, *picked)}
     detail = f"input cast to float32 inserted by the JIT pass: {cast}"
     if not all(cast[op] for op in ctx.ops):
         return Observation("works", detail="the pass cast nothing at all (control op uncast); " + detail)
