@@ -172,6 +172,7 @@ def build_jit(
                 differs=tuple(_divergence(x) for x in d.get("differs", [])),
                 devices=tuple(d.get("devices", [])),
                 later_calls=d.get("later_calls"),
+                observes=tuple(d.get("observes", [])),
             )
         )
     divs = {

@@ -319,6 +319,7 @@ class JitLimitation:
     differs: tuple[Divergence, ...] = ()
     devices: tuple[str, ...] = ()
     later_calls: str | None = None  # the outcome of calling it again, when other than expect
+    observes: tuple[str, ...] = ()  # the ops whose outputs the scenario reports, in output order
 
 
 @dataclass(frozen=True)

@@ -239,20 +239,20 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
     """Call the op (or its in-place/out= variant) and record what reaches the kernel below Autocast."""
     lower = lower_of(case)
     sample = target.spec.ops[case.op].samples[0]
-    if case.variant == "other_device":
+    if case.kind == "other_device":
         return _other_device_call(target, case, lower, sample)
     with target.tensors():
         m = make_inputs(sample, resolve_mix(case.mix, case.dtype), target.device)
         args, kwargs = list(m.args), dict(m.kwargs)
         entry = case.entry
-        if case.variant == "out":
+        if case.kind == "out":
             kwargs.update(out_arguments(entry, next(t for t in m.tensors())))
         m2 = Materialized(tuple(args), kwargs)
 
         fn = op_overload(entry)
         calls, err = intercepted(target, lower, entry, lambda: fn(*m2.args, **m2.kwargs))
         outputs = None
-        if case.variant not in ELIGIBILITY_CALL_KINDS:
+        if case.kind not in ELIGIBILITY_CALL_KINDS:
             on = run_native(target, lower, lambda: fn(*m2.args, **m2.kwargs))
             with quiet():
                 off = capture(lambda: fn(*m2.args, **m2.kwargs))
@@ -263,12 +263,12 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
         "bool": "bool tensors are not floating point (rules.eligibility.floating_only)",
         "inplace": "in-place variants are not autocast (rules.out_of_place_only)",
         "out": "out= variants are not autocast (rules.out_of_place_only)",
-    }.get(case.variant, f"{case.variant} is never cast (rules.eligibility.never_cast)")
+    }.get(case.kind, f"{case.kind} is never cast (rules.eligibility.never_cast)")
     given = tensor_dtypes([*m2.args, *m2.kwargs.values()])
     # fp32_append_dtype redispatches to another overload even for ineligible inputs
     # (appending their own dtype): follow the call the reference plan names.
     arrives_as = entry
-    if case.variant not in ELIGIBILITY_CALL_KINDS:
+    if case.kind not in ELIGIBILITY_CALL_KINDS:
         arrives_as = plan_for(target, lower, entry, m2).target_op
     return Untouched(m2, given, _arrived(calls, arrives_as), err, arrives_as, why, outputs)
 

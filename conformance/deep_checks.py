@@ -180,7 +180,7 @@ class Transformed:
 
 
 def functorch_call(target: Target, case: Case) -> Transformed:
-    """The op's first sample through ``case.variant`` (vmap or grad) under autocast; the
+    """The op's first sample through ``case.kind`` (vmap or grad) under autocast; the
     output dtypes the op has inside the transform against the reference's."""
     lower = lower_of(case)
     m = make_inputs(target.spec.ops[case.op].samples[0], resolve_mix(case.mix, case.dtype), target.device)
@@ -197,7 +197,7 @@ def functorch_call(target: Target, case: Case) -> Transformed:
 
     try:
         with quiet(), target.autocast(lower):
-            if case.variant == "vmap":
+            if case.kind == "vmap":
                 batched = [torch.stack([t] * BATCH) for t in flat]
                 torch.vmap(body)(*batched)
             else:

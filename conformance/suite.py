@@ -82,7 +82,7 @@ def _device_skip(target: Target, case: gen.Case) -> list[Any]:
     """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent,
     and the output checks of an op whose kernel cannot run its samples (intercept_only)."""
     why = gen.device_needed(target, case.op) if case.op and case.category != "registration" else None
-    if why is None and refusal.needs_output(case.category, case.variant):
+    if why is None and refusal.needs_output(case.category, case.kind):
         why = refusal.intercept_only(target, case.op)
     return [pytest.mark.skip(reason=why)] if why else []
 

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.cache, pytest.mark.real_tensors]
 @pytest.mark.conformance_cases("cache")
 def test_cache(target: Target, case: Case) -> None:
     require_autocast(target, dtype_of(case.dtype))
-    if case.variant == "other_dtype":
+    if case.kind == "other_dtype":
         o = other_dtype_scenario(target, case)
         judge(
             target,

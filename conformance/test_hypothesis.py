@@ -60,9 +60,9 @@ def test_random_dtype_mixes(target: Target, lower: torch.dtype, request: pytest.
             base.op,
             base.op,
             base.sample,
-            "random",
-            mix,
-            seed,
+            kind="random",
+            mix=mix,
+            seed=seed,
         )
         if target.policy_only:
             r = policy_call(target, case, case.op)

@@ -142,9 +142,7 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
             observed = self.model.observe(expected, arrived)
             what = "float32 leaves that require grad" if grad else "float32 tensors without grad"
             self.log.append(f"call {case.op} with {what}")
-            shown = Case(
-                "transitions", d, dtype_name(self.model.dtype), case.policy, case.op, variant="state"
-            )
+            shown = Case("transitions", d, dtype_name(self.model.dtype), case.policy, case.op, kind="state")
             assert_scenario(
                 shown,
                 "a call after these state changes received other tensors than the spec's model says",

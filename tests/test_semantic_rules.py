@@ -43,7 +43,7 @@ def with_rules(t: Target, part: str | None = None, **changes: Any) -> Target:
 
 
 def _cache_case(t: Target, kind: str) -> Case:
-    return next(c for c in semantic_cases.cache(t) if c.variant == kind)
+    return next(c for c in semantic_cases.cache(t) if c.kind == kind)
 
 
 @pytest.mark.parametrize(
@@ -74,13 +74,13 @@ def test_cache_policies_drive_the_ops(cpu: Target) -> None:
 
 @pytest.mark.parametrize(("knob", "value"), [("thread_local", False), ("new_thread_enabled", True)])
 def test_thread_knobs_change_expectation(cpu: Target, knob: str, value: bool) -> None:
-    case = Case("threads", "cpu", DTYPE, variant="parent_inside-enabled")
+    case = Case("threads", "cpu", DTYPE, kind="parent_inside-enabled")
     assert thread_scenario(cpu, case).expected is False
     assert thread_scenario(with_rules(cpu, "context", **{knob: value}), case).expected is True
 
 
 def _kinds(t: Target) -> set[str]:
-    return {c.variant for c in eligibility(t)}
+    return {c.kind for c in eligibility(t)}
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_eligibility_knobs_drive_the_variants(
 
 
 def test_eligibility_rules_drive_custom_fwd(cpu: Target) -> None:
-    case = Case("custom_function", "cpu", DTYPE, variant="inside-cast_float32-float64")
+    case = Case("custom_function", "cpu", DTYPE, kind="inside-cast_float32-float64")
     assert custom_function_combination(cpu, case).expected["fwd_input"] == "float64"
     relaxed = with_rules(cpu, "eligibility", never_cast=())
     assert custom_function_combination(relaxed, case).expected["fwd_input"] == "float32"

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from reference_impl.dtypes import dtype_name
 from reference_impl.runtime import raw_autocast
 
 WITNESSES: dict[str, Callable[[], Any]] = {}
@@ -40,7 +41,7 @@ def observe(fn: Callable[[], Any]) -> Any:
 
 
 def name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
+    return dtype_name(dtype)
 
 
 @contextmanager
