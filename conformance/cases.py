@@ -328,7 +328,7 @@ def autograd(target: Target) -> list[Case]:
     return out
 
 
-def probe_op(target: Target, policy: Policy = Policy.LOWER_PRECISION_FP) -> str | None:
+def sentinel_op(target: Target, policy: Policy = Policy.LOWER_PRECISION_FP) -> str | None:
     """The first op (by name) of ``policy`` with samples of at least two test-float tensors,
     else one: the op context and cache tests watch to see whether autocast is on."""
     ops = [op for op in target.device_spec.ops_with(policy) if _info(target, op)]

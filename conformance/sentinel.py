@@ -14,7 +14,7 @@ from autocast_spec.model import Policy
 from reference_impl.runtime import Intercepted, autograd_key_for, intercept, quiet
 from reference_impl.samples import Materialized, dtype_name
 
-from .cases import probe_op
+from .cases import sentinel_op
 from .runner import call_entry, make_inputs
 from .target import Target
 
@@ -80,7 +80,7 @@ def require_autocast(target: Target, lower: torch.dtype) -> None:
 
 
 def make_sentinel(target: Target, requires_grad: bool = False) -> Sentinel:
-    op = probe_op(target, Policy.LOWER_PRECISION_FP)
+    op = sentinel_op(target, Policy.LOWER_PRECISION_FP)
     if op is None:
         pytest.fail(
             f"the {target.device} spec lists no lower_precision_fp op with samples to test autocast with"

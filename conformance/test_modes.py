@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from conformance import mode_grads, mode_state, mode_verdict, modes, refusal
-from conformance.cases import probe_op
+from conformance.cases import sentinel_op
 from conformance.deep_checks import rebuilt
 from conformance.known_bugs import judge
 from conformance.mode_run import run_in_mode
@@ -194,8 +194,8 @@ ERRORS = ("shape", "runtime")
 
 
 def _raising_call(target: Target, kind: str) -> tuple[str, Materialized]:
-    """A call that raises inside the region. ``shape``: the probe op (a lower_precision_fp op
-    of the spec taking two or more floating tensors, cases.probe_op) with its first sample,
+    """A call that raises inside the region. ``shape``: the sentinel op (a lower_precision_fp op
+    of the spec taking two or more floating tensors, cases.sentinel_op) with its first sample,
     its last floating tensor one larger in every dimension, so the shapes no longer fit.
     ``runtime``: indexing a tensor out of range."""
     dev = target.device
@@ -203,7 +203,7 @@ def _raising_call(target: Target, kind: str) -> tuple[str, Materialized]:
         return "Tensor.__getitem__", Materialized(
             (torch.rand(4, 4, device=dev), torch.tensor([99], device=dev)), {}
         )
-    op = probe_op(target)
+    op = sentinel_op(target)
     if op is None:
         pytest.fail(
             f"the {dev} spec lists no lower_precision_fp op with samples: no call to raise in", pytrace=False

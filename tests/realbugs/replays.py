@@ -158,9 +158,9 @@ def _caching_kernel(ops: set[str], store: Callable[[], dict[int, tuple[torch.Ten
 
 
 def _cache_ops() -> set[str]:
-    from mutation.catalogue import _probe_op
+    from mutation.catalogue import _sentinel_op
 
-    return {"aten::mm", _probe_op()}
+    return {"aten::mm", _sentinel_op()}
 
 
 @replay
