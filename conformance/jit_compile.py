@@ -10,7 +10,7 @@ import torch
 
 from reference_impl.dtypes import dtype_name
 
-from .jit_core import DEVICE, Observation, Outputs, Setting, ac, mats, run_twice, scenario, values
+from .jit_core import DEVICE, Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario, values
 
 
 def _compiled(fn: Callable[..., Any], fullgraph: bool = False) -> Callable[..., Any]:
@@ -18,7 +18,7 @@ def _compiled(fn: Callable[..., Any], fullgraph: bool = False) -> Callable[..., 
 
 
 @scenario("compile-with-autocast-as")
-def _compile_with_as(ctx: Setting) -> Observation:
+def _compile_with_as(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16) as instance:
             x = torch.mm(a, b)
@@ -31,7 +31,7 @@ def _compile_with_as(ctx: Setting) -> Observation:
 
 
 @scenario("compile-nonconstant-enabled")
-def _compile_nonconstant(ctx: Setting) -> Observation:
+def _compile_nonconstant(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor, use_amp: bool) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
             return torch.mm(a, b)
@@ -46,7 +46,7 @@ def _compile_nonconstant(ctx: Setting) -> Observation:
 
 
 @scenario("compile-decorated-function")
-def _compile_decorated(ctx: Setting) -> Observation:
+def _compile_decorated(ctx: Setting) -> ScenarioOutcome:
     @torch.autocast(device_type="cpu", dtype=torch.bfloat16)
     def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b)
@@ -57,7 +57,7 @@ def _compile_decorated(ctx: Setting) -> Observation:
 
 
 @scenario("compile-autocast-false-under-eager-autocast")
-def _compile_off_under_eager(ctx: Setting) -> Observation:
+def _compile_off_under_eager(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=False):
             return torch.mm(a, b)
@@ -74,7 +74,7 @@ STATE = ("is_autocast_enabled", "get_autocast_dtype")
 
 
 @scenario("compile-exception-restores-state")
-def _compile_exception(ctx: Setting) -> Observation:
+def _compile_exception(ctx: Setting) -> ScenarioOutcome:
     class Boom(Exception):
         pass
 

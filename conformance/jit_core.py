@@ -3,7 +3,7 @@
 A scenario (``jit_script``, ``jit_trace``, ``jit_compile``) is a small program
 registered under the id of its limitation in ``spec/jit.yaml``. It runs the pattern on
 CPU autocast (bfloat16; CPU autocast needs no accelerator) and returns an
-:class:`Observation`: what happened on the first call (``error`` with the message,
+:class:`ScenarioOutcome`: what happened on the first call (``error`` with the message,
 ``ignored``, ``works``, ``differs`` with the outputs that differ from eager autocast,
 or ``crash``) and, where a scripted function behaves otherwise when called again,
 what happened then. The scenarios hold no expectations: the test compares the
@@ -40,7 +40,7 @@ class ScenarioBug(Exception):
 
 
 @dataclass(frozen=True)
-class Observation:
+class ScenarioOutcome:
     outcome: str  # error | ignored | works | differs | crash
     message: str = ""
     differs: tuple[tuple[str, str], ...] = ()  # (op label, observed dtype) where not eager's
@@ -106,7 +106,7 @@ class Setting:
         )
 
 
-Scenario = Callable[[Setting], Observation]
+Scenario = Callable[[Setting], ScenarioOutcome]
 SCENARIOS: dict[str, Scenario] = {}
 
 
@@ -129,17 +129,17 @@ def _shown(outputs: Outputs) -> str:
     return "[" + ", ".join(f"{label}: {value}" for label, value in outputs) + "]"
 
 
-def classify(observed: Outputs, eager: Outputs, dropped: Outputs) -> Observation:
+def classify(observed: Outputs, eager: Outputs, dropped: Outputs) -> ScenarioOutcome:
     """``works`` if as eager autocast, ``ignored`` if as without the region, else ``differs``."""
     detail = (
         f"observed {_shown(observed)}; eager autocast {_shown(eager)}; without the region {_shown(dropped)}"
     )
     if observed == eager:
-        return Observation("works", detail=detail)
+        return ScenarioOutcome("works", detail=detail)
     if observed == dropped:
-        return Observation("ignored", detail=detail)
+        return ScenarioOutcome("ignored", detail=detail)
     diffs = tuple(sorted(o for o, e in zip(observed, eager, strict=True) if o != e))
-    return Observation("differs", differs=diffs, detail=detail)
+    return ScenarioOutcome("differs", differs=diffs, detail=detail)
 
 
 def first_message(exc: BaseException) -> str:
@@ -148,19 +148,19 @@ def first_message(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def run_twice(call: Callable[[], Outputs], eager: Outputs, dropped: Outputs) -> Observation:
+def run_twice(call: Callable[[], Outputs], eager: Outputs, dropped: Outputs) -> ScenarioOutcome:
     """Call twice: the first call decides ``outcome``; a differing second call sets ``later_calls``."""
-    outcomes: list[Observation] = []
+    outcomes: list[ScenarioOutcome] = []
     for _ in range(2):
         try:
             outcomes.append(classify(call(), eager, dropped))
         except ScenarioBug:
             raise
         except Exception as exc:  # the mode's diagnostic is what we observe
-            outcomes.append(Observation("error", message=first_message(exc), detail=repr(exc)[:500]))
+            outcomes.append(ScenarioOutcome("error", message=first_message(exc), detail=repr(exc)[:500]))
     first, second = outcomes
     later = None if (second.outcome, second.differs) == (first.outcome, first.differs) else second.outcome
-    return Observation(
+    return ScenarioOutcome(
         first.outcome,
         first.message,
         first.differs,
@@ -169,13 +169,13 @@ def run_twice(call: Callable[[], Outputs], eager: Outputs, dropped: Outputs) -> 
     )
 
 
-def raised(fn: Callable[[], Any]) -> Observation:
+def raised(fn: Callable[[], Any]) -> ScenarioOutcome:
     """For patterns that fail before anything runs (scripting itself raises)."""
     try:
         fn()
     except Exception as exc:
-        return Observation("error", message=first_message(exc), detail=repr(exc)[:500])
-    return Observation("works", detail="no error raised")
+        return ScenarioOutcome("error", message=first_message(exc), detail=repr(exc)[:500])
+    return ScenarioOutcome("works", detail="no error raised")
 
 
 # The eager autocast of the scenarios' Python-level regions (``ac()``): torch.autocast, or

@@ -21,7 +21,7 @@ from reference_impl.installed_spec import load_installed_spec
 from reference_impl.runtime import autocast_state_kept, quiet
 
 from . import jit_compile, jit_script, jit_trace
-from .jit_core import DEVICE, SCENARIOS, Observation, ScenarioBug, Setting
+from .jit_core import DEVICE, SCENARIOS, ScenarioBug, ScenarioOutcome, Setting
 
 MODULES = (jit_script, jit_trace, jit_compile)  # imported for their @scenario registrations
 
@@ -30,7 +30,7 @@ def scenario_ids() -> tuple[str, ...]:
     return tuple(SCENARIOS)
 
 
-def run(limitation_id: str, spec: Spec | None = None) -> Observation:
+def run(limitation_id: str, spec: Spec | None = None) -> ScenarioOutcome:
     """Run one scenario with its entry of ``spec`` (default: the bundled spec), leaving
     autocast state and the JIT pass setting as found. Raises :class:`ScenarioBug` where the
     scenario and its entry do not fit together."""

@@ -27,9 +27,9 @@ from reference_impl.torch_registry import split_op_name
 from .jit_core import (
     DEVICE,
     LOWER,
-    Observation,
     Outputs,
     ScenarioBug,
+    ScenarioOutcome,
     Setting,
     ac,
     jit_autocast_pass,
@@ -48,7 +48,7 @@ JIT_FP32_CAST = "aten::_autocast_to_full_precision"  # the graph node the JIT pa
 
 
 @scenario("script-region-basic")
-def _script_region_basic(ctx: Setting) -> Observation:
+def _script_region_basic(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             x = torch.mm(a, b)
@@ -60,7 +60,7 @@ def _script_region_basic(ctx: Setting) -> Observation:
 
 
 @scenario("script-decorator-on-callee")
-def _script_decorator_on_callee(ctx: Setting) -> Observation:
+def _script_decorator_on_callee(ctx: Setting) -> ScenarioOutcome:
     @torch.autocast(device_type="cpu", dtype=torch.bfloat16)
     def helper(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b)
@@ -72,7 +72,7 @@ def _script_decorator_on_callee(ctx: Setting) -> Observation:
 
 
 @scenario("script-decorated-scripted-function")
-def _script_decorated(ctx: Setting) -> Observation:
+def _script_decorated(ctx: Setting) -> ScenarioOutcome:
     def make() -> Any:
         @torch.jit.script
         @torch.autocast(device_type="cpu", dtype=torch.bfloat16)
@@ -85,7 +85,7 @@ def _script_decorated(ctx: Setting) -> Observation:
 
 
 @scenario("script-eager-decorator-outside")
-def _script_eager_decorator_outside(ctx: Setting) -> Observation:
+def _script_eager_decorator_outside(ctx: Setting) -> ScenarioOutcome:
     def plain(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b)
 
@@ -96,7 +96,7 @@ def _script_eager_decorator_outside(ctx: Setting) -> Observation:
 
 
 @scenario("script-nonconstant-enabled")
-def _script_nonconstant_enabled(ctx: Setting) -> Observation:
+def _script_nonconstant_enabled(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor, use_amp: bool) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
             return torch.mm(a, b)
@@ -109,7 +109,7 @@ def _script_nonconstant_enabled(ctx: Setting) -> Observation:
 
 
 @scenario("script-with-autocast-as")
-def _script_with_as(ctx: Setting) -> Observation:
+def _script_with_as(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16) as instance:
             e = torch.mm(a, b)
@@ -123,7 +123,7 @@ def _script_with_as(ctx: Setting) -> Observation:
 
 
 @scenario("script-conditional-autocast")
-def _script_conditional(ctx: Setting) -> Observation:
+def _script_conditional(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         on = torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=True)
         off = torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=False)
@@ -136,7 +136,7 @@ def _script_conditional(ctx: Setting) -> Observation:
 
 
 @scenario("script-nested-and-reused-regions")
-def _script_nested(ctx: Setting) -> Observation:
+def _script_nested(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=False):
             e = torch.mm(a, b)
@@ -152,7 +152,7 @@ def _script_nested(ctx: Setting) -> Observation:
 
 
 @scenario("script-promote-conservative")
-def _script_promote(ctx: Setting) -> Observation:
+def _script_promote(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             return torch.add(a, b), torch.mul(a, b), torch.addcmul(a, a, b), torch.cat([a, b])
@@ -163,7 +163,7 @@ def _script_promote(ctx: Setting) -> Observation:
 
 
 @scenario("script-control-flow-types")
-def _script_control_flow(ctx: Setting) -> Observation:
+def _script_control_flow(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             if bool(a[0][0] > -1.0):
@@ -199,7 +199,7 @@ def _cast_before(op: str, ctx: Setting, device: str, dtype: torch.dtype) -> bool
 
 
 @scenario("script-missing-fp32-append-dtype")
-def _script_missing_append_dtype(ctx: Setting) -> Observation:
+def _script_missing_append_dtype(ctx: Setting) -> ScenarioOutcome:
     """CUDA's fp32_append_dtype ops (from the spec) get no cast from the JIT pass: read the
     optimized graph. ``observes`` names the control, an op the pass does cast to float32."""
     source = ctx.spec.device(JIT_PASS_LISTS_FROM)
@@ -210,13 +210,13 @@ def _script_missing_append_dtype(ctx: Setting) -> Observation:
     cast = {op: _cast_before(op, ctx, JIT_PASS_LISTS_FROM, region) for op in (*ctx.ops, *picked)}
     detail = f"input cast to float32 inserted by the JIT pass: {cast}"
     if not all(cast[op] for op in ctx.ops):
-        return Observation("works", detail="the pass cast nothing at all (control op uncast); " + detail)
+        return ScenarioOutcome("works", detail="the pass cast nothing at all (control op uncast); " + detail)
     outcome = "ignored" if not any(cast[op] for op in picked) else "works"
-    return Observation(outcome, detail=detail)
+    return ScenarioOutcome(outcome, detail=detail)
 
 
 @scenario("script-pass-fp32-list")
-def _script_fp32_list(ctx: Setting) -> Observation:
+def _script_fp32_list(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor):  # type: ignore[no-untyped-def]
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             return (
@@ -239,7 +239,7 @@ def _script_fp32_list(ctx: Setting) -> Observation:
 
 
 @scenario("script-pass-lower-precision-list")
-def _script_lower_list(ctx: Setting) -> Observation:
+def _script_lower_list(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor, v: torch.Tensor):  # type: ignore[no-untyped-def]
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             return (
@@ -260,7 +260,7 @@ def _script_lower_list(ctx: Setting) -> Observation:
 
 
 @scenario("script-binary-cross-entropy")
-def _script_bce(ctx: Setting) -> Observation:
+def _script_bce(ctx: Setting) -> ScenarioOutcome:
     """The ops the JIT pass bans (those banned on the device its lists come from) that CPU
     autocast lists: each op's catalog sample in a scripted CPU region."""
     cpu, source = ctx.spec.device(DEVICE), ctx.spec.device(JIT_PASS_LISTS_FROM)
@@ -290,7 +290,7 @@ def _script_bce(ctx: Setting) -> Observation:
 
 
 @scenario("script-autocast-false-under-eager-autocast")
-def _script_off_under_eager(ctx: Setting) -> Observation:
+def _script_off_under_eager(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=False):
             return torch.mm(a, b)
@@ -303,7 +303,7 @@ def _script_off_under_eager(ctx: Setting) -> Observation:
 
 
 @scenario("script-is-autocast-enabled-in-region")
-def _script_is_enabled_crash(ctx: Setting) -> Observation:
+def _script_is_enabled_crash(ctx: Setting) -> ScenarioOutcome:
     """Run in a child process: with the JIT autocast pass on, this pattern kills the interpreter."""
     labels = ctx.ops  # what the scripted function reports, should it stop crashing
     code = (
@@ -320,13 +320,13 @@ def _script_is_enabled_crash(ctx: Setting) -> Observation:
             [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
         )
     if proc.returncode < 0:
-        return Observation("crash", message=f"signal {-proc.returncode}", detail=proc.stderr[-400:])
+        return ScenarioOutcome("crash", message=f"signal {-proc.returncode}", detail=proc.stderr[-400:])
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
-        return Observation("error", message=lines[-1] if lines else "", detail=proc.stderr[-400:])
+        return ScenarioOutcome("error", message=lines[-1] if lines else "", detail=proc.stderr[-400:])
     eager, scripted = json.loads(proc.stdout.strip().splitlines()[-1])
     verdict = "works" if eager == scripted else "differs"
-    return Observation(
+    return ScenarioOutcome(
         verdict,
         differs=() if verdict == "works" else tuple((op, str(scripted)) for op in labels),
         detail=proc.stdout[-200:],
@@ -334,7 +334,7 @@ def _script_is_enabled_crash(ctx: Setting) -> Observation:
 
 
 @scenario("script-jit-pass-disabled")
-def _script_pass_disabled(ctx: Setting) -> Observation:
+def _script_pass_disabled(ctx: Setting) -> ScenarioOutcome:
     def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             return torch.mm(a, b)

@@ -7,7 +7,7 @@ import torch
 
 from reference_impl.runtime import quiet
 
-from .jit_core import Observation, Outputs, Setting, ac, mats, run_twice, scenario
+from .jit_core import Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario
 
 # ---------------------------------------------------------------------------
 # Mixing tracing and scripting (seed 000)
@@ -15,7 +15,7 @@ from .jit_core import Observation, Outputs, Setting, ac, mats, run_twice, scenar
 
 
 @scenario("script-calls-traced-autocast-false")
-def _script_calls_traced_off(ctx: Setting) -> Observation:
+def _script_calls_traced_off(ctx: Setting) -> ScenarioOutcome:
     def helper(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=False):
             return torch.mm(a, b)
@@ -39,7 +39,7 @@ def _script_calls_traced_off(ctx: Setting) -> Observation:
 
 
 @scenario("script-calls-traced")
-def _script_calls_traced(ctx: Setting) -> Observation:
+def _script_calls_traced(ctx: Setting) -> ScenarioOutcome:
     def helper(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b)
 
@@ -57,7 +57,7 @@ def _script_calls_traced(ctx: Setting) -> Observation:
 
 
 @scenario("trace-calls-scripted-under-autocast")
-def _trace_calls_scripted(ctx: Setting) -> Observation:
+def _trace_calls_scripted(ctx: Setting) -> ScenarioOutcome:
     def inner(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b)
 
@@ -75,7 +75,7 @@ def _trace_calls_scripted(ctx: Setting) -> Observation:
 
 
 @scenario("trace-calls-scripted-with-region")
-def _trace_calls_scripted_region(ctx: Setting) -> Observation:
+def _trace_calls_scripted_region(ctx: Setting) -> ScenarioOutcome:
     def inner(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             return torch.mm(a, b)
@@ -106,7 +106,7 @@ class _ConvNet(torch.nn.Module):
         return self.conv(x)
 
 
-def _trace_freeze(ctx: Setting, cache_enabled: bool | None) -> Observation:
+def _trace_freeze(ctx: Setting, cache_enabled: bool | None) -> ScenarioOutcome:
     model = _ConvNet().eval()
     x = torch.rand(1, 3, 8, 8, generator=torch.Generator().manual_seed(0))
     with ac():
@@ -122,17 +122,17 @@ def _trace_freeze(ctx: Setting, cache_enabled: bool | None) -> Observation:
 
 
 @scenario("trace-freeze-cpu")
-def _trace_freeze_default(ctx: Setting) -> Observation:
+def _trace_freeze_default(ctx: Setting) -> ScenarioOutcome:
     return _trace_freeze(ctx, None)
 
 
 @scenario("trace-freeze-cpu-cache-disabled")
-def _trace_freeze_no_cache(ctx: Setting) -> Observation:
+def _trace_freeze_no_cache(ctx: Setting) -> ScenarioOutcome:
     return _trace_freeze(ctx, False)
 
 
 @scenario("trace-records-autocast-casts")
-def _trace_records(ctx: Setting) -> Observation:
+def _trace_records(ctx: Setting) -> ScenarioOutcome:
     def plain(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b)
 
@@ -145,7 +145,7 @@ def _trace_records(ctx: Setting) -> Observation:
 
 
 @scenario("trace-run-under-eager-autocast")
-def _trace_run_under_autocast(ctx: Setting) -> Observation:
+def _trace_run_under_autocast(ctx: Setting) -> ScenarioOutcome:
     def plain(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b)
 

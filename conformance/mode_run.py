@@ -68,7 +68,7 @@ def _constant_key(value: Any) -> Any:
     return ("const", repr(value))
 
 
-def resolve_target(target: str) -> Callable[..., Any]:
+def resolve_callable(target: str) -> Callable[..., Any]:
     """``aten::mm`` / ``aten::add.Tensor`` -> the overload; ``torch.mm`` / ``Tensor.mm`` -> the function."""
     if "::" in target:
         return op_overload(target)
@@ -91,7 +91,7 @@ def _autocast(device: str, dtype: torch.dtype) -> contextlib.AbstractContextMana
 def _python_fn(
     target: str, args: Sequence[Any], kwargs: Mapping[str, Any], device: str, dtype: torch.dtype
 ) -> Callable[..., Any]:
-    fn = resolve_target(target)
+    fn = resolve_callable(target)
 
     def call(*tensors: torch.Tensor) -> Any:
         with _autocast(device, dtype):

@@ -25,7 +25,7 @@ def observed_label(result: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ModeJudgement:
     status: str  # same | declared | undeclared | stale
     detail: str
 
@@ -44,24 +44,26 @@ def find_divergence(spec: Spec, mode: str, op: str, dtype: str, inputs: str) -> 
 
 def judge(
     mode: str, op: str, dtype: str, inputs: str, eager: str, observed: str, declared: Divergence | None
-) -> Verdict:
+) -> ModeJudgement:
     """Pure decision: does ``observed`` (the mode's label) agree with eager, or diverge as declared?"""
     where = f"{mode} {op} (autocast {dtype}, {inputs} inputs)"
     when = f" [condition: {declared.condition}]" if declared is not None and declared.condition else ""
     if observed == eager:
         if declared is not None:
-            return Verdict(
+            return ModeJudgement(
                 "stale",
                 f"{where}: spec/jit.yaml declares a divergence ({declared.observed}){when} but the mode "
                 f"now agrees with eager ({eager}); remove the entry from mode_divergences.{mode}",
             )
-        return Verdict("same", f"{where}: {eager}")
+        return ModeJudgement("same", f"{where}: {eager}")
     if declared is not None and declared.observed_under(dtype) == observed:
-        return Verdict("declared", f"{where}: {observed} instead of eager {eager}: {declared.reason}{when}")
+        return ModeJudgement(
+            "declared", f"{where}: {observed} instead of eager {eager}: {declared.reason}{when}"
+        )
     hint = (
         f"declared as {declared.observed_under(dtype)!r}{when}, observed {observed!r}"
         if declared is not None
         else f"undeclared: add to spec/jit.yaml mode_divergences.{mode}: "
         f"{{op: {op}, dtype: {dtype}, inputs: {inputs}, observed: {observed}, reason: ...}}"
     )
-    return Verdict("undeclared", f"{where}: eager gives {eager}, {mode} gives {observed} ({hint})")
+    return ModeJudgement("undeclared", f"{where}: eager gives {eager}, {mode} gives {observed} ({hint})")

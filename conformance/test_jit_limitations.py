@@ -11,7 +11,7 @@ import pytest
 
 from autocast_spec.model import JitLimitation, Spec
 from conformance import jit_scenarios
-from conformance.jit_core import SCENARIOS, Observation, ScenarioBug, eager_autocast
+from conformance.jit_core import SCENARIOS, ScenarioBug, ScenarioOutcome, eager_autocast
 from conformance.plugin import target_of
 from conformance.target import Target
 
@@ -32,7 +32,7 @@ def _repro(lim_id: str) -> str:
     return f"reproduce: python -c \"from conformance import jit_scenarios as j; print(j.run('{lim_id}'))\""
 
 
-def mismatch(lim: JitLimitation, obs: Observation) -> list[str]:
+def mismatch(lim: JitLimitation, obs: ScenarioOutcome) -> list[str]:
     """Everything where the observation disagrees with the entry (empty: agreement)."""
     out = []
     if obs.outcome != lim.expect:
