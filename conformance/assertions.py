@@ -15,7 +15,8 @@ import torch
 
 from autocast_spec.model import Tolerance
 from reference_impl.compare import bound, tensor_mismatch
-from reference_impl.samples import Materialized, dtype_name
+from reference_impl.dtypes import dtype_name
+from reference_impl.samples import Materialized
 
 from .cases import Case
 from .refusal import error_text, skip_if_refused

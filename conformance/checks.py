@@ -11,10 +11,11 @@ from typing import Any
 import torch
 
 from autocast_spec.model import EntryPoint, Sample, Tolerance
+from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState, SlotKind, expected_output_dtype, signature
 from reference_impl.runtime import quiet, synthesize_call
-from reference_impl.samples import Materialized, dtype_name, dtype_of, entry_point_sample, first_tensor
+from reference_impl.samples import Materialized, entry_point_sample, first_tensor
 from reference_impl.torch_registry import op_overload
 
 from .cases import ELIGIBILITY_CALL_KINDS, Case, other_device

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
+from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.runtime import quiet
-from reference_impl.samples import dtype_name, dtype_of
 
 from .cases import Case, other_device
 from .target import Target

@@ -11,8 +11,9 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from reference_impl.dtypes import dtype_name
 from reference_impl.runtime import quiet
-from reference_impl.samples import Materialized, dtype_name, first_tensor, output_tensors
+from reference_impl.samples import Materialized, first_tensor, output_tensors
 
 from .cases import Case
 from .checks import _arrived, expected_arrival, lower_of

@@ -16,8 +16,9 @@ from typing import Any
 
 import torch
 
+from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.runtime import autocast_nesting, quiet
-from reference_impl.samples import Materialized, dtype_name, dtype_of
+from reference_impl.samples import Materialized
 
 from .cases import Case
 from .runner import make_inputs, plan_for

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from autocast_spec.model import Policy
+from reference_impl.dtypes import dtype_name
 from reference_impl.runtime import Intercepted, autograd_key_for, intercept, quiet
-from reference_impl.samples import Materialized, dtype_name
+from reference_impl.samples import Materialized
 
 from .cases import sentinel_op
 from .runner import call_entry, make_inputs

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import torch
 
+from reference_impl.dtypes import dtype_of
 from reference_impl.runtime import restore_autocast, snapshot_autocast
-from reference_impl.samples import dtype_of
 
 from . import cases as gen
 from . import refusal, registry

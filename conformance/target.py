@@ -19,10 +19,10 @@ import torch
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
+from reference_impl.dtypes import dtype_of
 from reference_impl.installed_spec import load_installed_spec
 from reference_impl.reference_autocast import autocast as reference_autocast
 from reference_impl.runtime import device_is_real, fake_device_supported, raw_autocast, tensor_context
-from reference_impl.samples import dtype_of
 from reference_impl.torch_registry import op_exists
 
 POLICY_ONLY_DEVICES_HINT = "--policy-only"

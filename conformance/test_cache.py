@@ -21,7 +21,7 @@ from conformance.known_bugs import judge
 from conformance.semantic_checks import cache_scenario, other_dtype_scenario
 from conformance.sentinel import Sentinel, flat_tensors, make_sentinel, require_autocast
 from conformance.target import Target
-from reference_impl.samples import dtype_of
+from reference_impl.dtypes import dtype_of
 
 pytestmark = [pytest.mark.cache, pytest.mark.real_tensors]
 

@@ -15,8 +15,8 @@ import torch
 from conformance.known_bugs import judge
 from conformance.sentinel import make_sentinel
 from conformance.target import Target
+from reference_impl.dtypes import dtype_name
 from reference_impl.runtime import restore_autocast, snapshot_autocast
-from reference_impl.samples import dtype_name
 
 pytestmark = [pytest.mark.context, pytest.mark.usefixtures("native_autocast")]
 

@@ -13,7 +13,7 @@ from conformance.cases import Case
 from conformance.custom_checks import custom_function_combination
 from conformance.sentinel import require_autocast
 from conformance.target import Target
-from reference_impl.samples import dtype_of
+from reference_impl.dtypes import dtype_of
 
 pytestmark = pytest.mark.real_tensors
 

@@ -26,7 +26,7 @@ from conformance.cases import Case, device_needed, numerics
 from conformance.checks import numerics_call, policy_call, tolerance
 from conformance.hypothesis_profiles import suite_settings
 from conformance.target import Target
-from reference_impl.samples import dtype_name, dtype_of
+from reference_impl.dtypes import dtype_name, dtype_of
 
 pytestmark = pytest.mark.hypothesis
 

@@ -31,7 +31,8 @@ from conformance.semantic_cases import transition_pool
 from conformance.sentinel import Sentinel, flat_tensors, require_autocast
 from conformance.target import Target
 from conformance.transition_model import Frame, SpecModel
-from reference_impl.samples import Materialized, dtype_name, dtype_of
+from reference_impl.dtypes import dtype_name, dtype_of
+from reference_impl.samples import Materialized
 
 pytestmark = [pytest.mark.transitions, pytest.mark.hypothesis, pytest.mark.real_tensors]
 

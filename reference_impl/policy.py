@@ -42,7 +42,7 @@ import torch
 
 from autocast_spec.model import DeviceSpec, OpInfo, Policy, Rules
 
-from .samples import dtype_name, dtype_of
+from .dtypes import dtype_name, dtype_of
 from .torch_registry import op_overload
 
 Path = tuple[str | int, ...]

@@ -18,17 +18,13 @@ from torch._subclasses.fake_tensor import is_fake
 
 from autocast_spec.model import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
 
-from .dtypes import dtype_name, dtype_of
+from .dtypes import dtype_of
 from .torch_registry import op_overload
 
-# dtype_name and dtype_of live in reference_impl.dtypes; re-exported for the modules that
-# imported them from here before they moved.
 __all__ = [
     "Materialized",
     "call_entry_point",
     "call_op",
-    "dtype_name",
-    "dtype_of",
     "entry_point_sample",
     "first_tensor",
     "make_tensor",

@@ -10,8 +10,8 @@ from reference_impl.catalog_checks import (
     run_sample,
     sample_skip_reason,
 )
+from reference_impl.dtypes import dtype_of
 from reference_impl.installed_spec import load_installed_spec
-from reference_impl.samples import dtype_of
 
 SPEC = load_installed_spec()
 LISTED = sorted({op for d in SPEC.devices.values() if d.builtin for op in d.ops})

@@ -17,10 +17,11 @@ import pytest
 import torch
 
 from reference_impl.compare import output_mismatch
+from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.installed_spec import load_installed_spec
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState
-from reference_impl.samples import dtype_name, dtype_of, materialize, op_overload
+from reference_impl.samples import materialize, op_overload
 
 SPEC = load_installed_spec()
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

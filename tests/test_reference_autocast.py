@@ -16,8 +16,9 @@ import torch
 import reference_impl
 from autocast_spec.model import Policy
 from reference_impl.compare import output_mismatch
+from reference_impl.dtypes import dtype_name
 from reference_impl.reference_autocast import default_spec, registered
-from reference_impl.samples import dtype_name, materialize, op_overload
+from reference_impl.samples import materialize, op_overload
 
 SPEC = default_spec()
 CPU = SPEC.device("cpu")
