@@ -24,7 +24,6 @@ from reference_impl.runtime import device_is_real, fake_device_supported, raw_au
 from reference_impl.samples import dtype_of
 from reference_impl.torch_registry import op_exists
 
-POLICY_ONLY_DEVICES_HINT = "--policy-only"
 IMPLEMENTATIONS = ("native", "reference")
 
 

@@ -16,8 +16,8 @@ from autocast_spec.loader import (
     nearest_covered_version,
 )
 from autocast_spec.model import Spec
+from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
 from reference_impl.probe import bundled, device_spec
 from reference_impl.probe.observe import DeviceObservation
 

@@ -9,8 +9,8 @@ import pytest
 
 from autocast_spec.loader import load_spec
 from autocast_spec.model import Spec
+from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
 from reference_impl.probe.device_spec import probe_device, probed_yaml
 from reference_impl.specdiff_render import to_markdown
 
