@@ -174,7 +174,7 @@ def lost_test(log: Path, worker: str, nodeid: str, limit: float) -> tuple[str, s
         text = ""
     start = text.rfind(f"{START_MARK}{nodeid}\n")
     section = text[start:].split("\n", 1)[-1] if start >= 0 else ""
-    if f"{TIMEOUT_MARK}{nodeid}:" in section:
+    if TIMEOUT_MARK in section:
         status = "timeout"
         head = (
             f"the test ran longer than the {limit:g} s limit (--test-timeout); pytest-timeout ended {worker}"
