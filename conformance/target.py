@@ -25,7 +25,6 @@ from reference_impl.reference_autocast import autocast as reference_autocast
 from reference_impl.runtime import device_is_real, fake_device_supported, raw_autocast, tensor_context
 from reference_impl.torch_registry import op_exists
 
-POLICY_ONLY_DEVICES_HINT = "--policy-only"
 IMPLEMENTATIONS = ("native", "reference")
 
 

@@ -12,8 +12,8 @@ import pytest
 from autocast_spec.files import bundled_spec_dir, device_torch_ranges
 from autocast_spec.model import Spec
 from autocast_spec.versions import nearest_covered_version
+from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
 from reference_impl.installed_spec import load_installed_spec
 from reference_impl.probe import bundled, device_spec
 from reference_impl.probe.observe import DeviceObservation

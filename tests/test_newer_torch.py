@@ -74,7 +74,7 @@ def test_a_probed_spec_runs_as_it_comes(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import simulate_torch_version, sys; from reference_impl.cli.main import main; "
+            "import simulate_torch_version, sys; from conformance.cli import main; "
             f"sys.exit(main(['probe', '--device', 'cpu', '-o', {str(probed)!r}]))",
         ],
         cwd=ROOT,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from autocast_spec.model import Spec
+from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
 from reference_impl.installed_spec import load_installed_spec
 from reference_impl.probe.device_spec import probe_device, probed_yaml
 from reference_impl.specdiff_render import to_markdown

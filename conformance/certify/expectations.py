@@ -4,7 +4,7 @@ The file is YAML (read by the project's only YAML reader,
 :mod:`autocast_spec.yaml_source`) validated against
 ``expectations.schema.json``; every problem carries its file and line. The
 decisions (which entry applies to a test, what status a test outcome gets) are
-pure functions here; the pytest hooks in :mod:`.plugin` call them.
+pure functions here; the pytest hooks in :mod:`.outcomes` call them.
 """
 
 from __future__ import annotations
@@ -39,8 +39,6 @@ STATUSES: tuple[str, ...] = (
 )
 # Statuses that make a bundle non-conformant.
 FAILING: frozenset[str] = frozenset({"fail", "unexpected-pass", "crash", "timeout"})
-# Statuses a mandatory-core test may have in a conformant bundle.
-MANDATORY_OK: frozenset[str] = frozenset({"pass"})
 
 KINDS = ("skip", "xfail", "not-supported", "waiver")
 
