@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from autocast_spec.model import ListArg, Policy, Sample, TensorArg
-from reference_impl.policy import SlotKind, signature
+from reference_impl.signatures import SlotKind, signature
 
 from .cases import DISCRIMINATING_MIX, Case, _info, _listed
 from .runner import count_test_floats

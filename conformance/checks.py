@@ -13,9 +13,10 @@ import torch
 from autocast_spec.model import EntryPoint, Sample, Tolerance
 from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.oracle import oracle_call
-from reference_impl.policy import AutocastState, SlotKind, expected_output_dtype, signature
+from reference_impl.policy import AutocastState, expected_output_dtype
 from reference_impl.runtime import quiet, synthesize_call
 from reference_impl.samples import Materialized, entry_point_sample, first_tensor
+from reference_impl.signatures import SlotKind, signature
 from reference_impl.torch_registry import op_overload
 
 from .cases import ELIGIBILITY_CALL_KINDS, Case, other_device

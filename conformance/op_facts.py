@@ -14,8 +14,8 @@ import hashlib
 
 import torch
 
-from reference_impl.policy import SlotKind, signature
 from reference_impl.runtime import synthesize_call
+from reference_impl.signatures import SlotKind, signature
 from reference_impl.torch_registry import all_op_names, autocast_registrations, op_schema, split_op_name
 
 REGISTRY_SAMPLE_MODULUS = 40

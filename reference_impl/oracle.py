@@ -16,7 +16,8 @@ import torch
 
 from autocast_spec.model import Policy, Spec
 
-from .policy import AutocastState, CastPlan, Path, decide, signature
+from .policy import AutocastState, CastPlan, decide
+from .signatures import Path, signature
 from .torch_registry import op_overload
 
 

@@ -37,7 +37,8 @@ from . import trace
 from .dtypes import dtype_name
 from .installed_spec import load_installed_spec
 from .oracle import BannedOpError, _get, _set, bind_all
-from .policy import AutocastState, CastPlan, Path, decide, signature
+from .policy import AutocastState, CastPlan, decide
+from .signatures import Path, signature
 from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload, split_op_name
 
 F = TypeVar("F", bound=Callable[..., Any])

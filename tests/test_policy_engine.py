@@ -17,8 +17,9 @@ import torch
 from autocast_spec.model import DeviceSpec, Policy
 from reference_impl.installed_spec import load_installed_spec
 from reference_impl.oracle import BannedOpError, apply_plan
-from reference_impl.policy import AutocastState, CastPlan, SlotKind, decide, signature
+from reference_impl.policy import AutocastState, CastPlan, decide
 from reference_impl.samples import materialize
+from reference_impl.signatures import SlotKind, signature
 from reference_impl.torch_registry import inplace_variant, out_variant
 
 SPEC = load_installed_spec()
