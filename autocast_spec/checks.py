@@ -1,11 +1,13 @@
-"""Semantic checks of a spec against the installed torch (beyond the JSON Schema)."""
+"""Semantic checks of a spec (beyond the JSON Schema), some against a torch's operator names.
+
+The operator names come from the caller (:attr:`TorchFacts.op_names`); this
+package never imports torch.
+"""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterable, Sequence
-
-from reference_impl.torch_registry import all_op_names
 
 from .model import DeviceSpec, JitLimitation, OpInfo
 from .problems import SpecProblem
@@ -17,29 +19,31 @@ def did_you_mean(op: str, names: Iterable[str]) -> str:
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
-def unknown_op_message(op: str) -> str:
+def unknown_op_message(op: str, names: Collection[str]) -> str:
     return (
-        f"{op} is not an operator of the installed torch's registry{did_you_mean(op, all_op_names())}"
+        f"{op} is not an operator of the installed torch's registry{did_you_mean(op, names)}"
         " (names are namespace::name[.overload], as torch._C._dispatch_dump prints them)"
     )
 
 
 def registry_problems(
-    devices: Iterable[DeviceSpec], ops: Iterable[OpInfo], raw_files: Sequence[YamlDocument] = ()
+    names: Collection[str],
+    devices: Iterable[DeviceSpec],
+    ops: Iterable[OpInfo],
+    raw_files: Sequence[YamlDocument] = (),
 ) -> list[SpecProblem]:
-    """Op names that the installed torch's operator registry does not know."""
-    names = all_op_names()
+    """Op names that are not among ``names`` (the torch's operator registry)."""
     probs = []
     for dev in devices:
         for entry in dev.ops.values():
             if entry.op not in names:
-                probs.append(SpecProblem(entry.loc.file, entry.loc.line, unknown_op_message(entry.op)))
+                probs.append(SpecProblem(entry.loc.file, entry.loc.line, unknown_op_message(entry.op, names)))
     for info in ops:
         if info.op not in names:
-            probs.append(SpecProblem(info.loc.file, info.loc.line, unknown_op_message(info.op)))
+            probs.append(SpecProblem(info.loc.file, info.loc.line, unknown_op_message(info.op, names)))
         target = info.append_dtype_target
         if target and target not in names:
-            probs.append(SpecProblem(info.loc.file, info.loc.line, unknown_op_message(target)))
+            probs.append(SpecProblem(info.loc.file, info.loc.line, unknown_op_message(target, names)))
     # 'remove:' entries and ops outside this torch version's range are not in the
     # model; check the removes the raw files name too.
     for doc in raw_files:
@@ -52,15 +56,14 @@ def registry_problems(
                 and op not in names
                 and not (isinstance(item, dict) and (item.get("since") or item.get("until")))
             ):
-                probs.append(SpecProblem(doc.file, doc.line_of(("remove", i)), unknown_op_message(op)))
+                probs.append(SpecProblem(doc.file, doc.line_of(("remove", i)), unknown_op_message(op, names)))
     return sorted(set(probs), key=SpecProblem.sort_key) if probs else []
 
 
-def rules_registry_problems(doc: YamlDocument) -> list[SpecProblem]:
-    """Op names in the rules file (the unlisted watchlist) that the registry does not know."""
-    names = all_op_names()
+def rules_registry_problems(names: Collection[str], doc: YamlDocument) -> list[SpecProblem]:
+    """Op names in the rules file (the unlisted watchlist) that are not among ``names``."""
     return [
-        SpecProblem(doc.file, doc.line_of(("unlisted_watchlist", i)), unknown_op_message(op))
+        SpecProblem(doc.file, doc.line_of(("unlisted_watchlist", i)), unknown_op_message(op, names))
         for i, op in enumerate(doc.data.get("unlisted_watchlist") or [])
         if op not in names
     ]

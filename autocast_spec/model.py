@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Union
 
@@ -92,6 +92,15 @@ class DeviceSpec:
     def policy_table(self) -> dict[str, str]:
         return {op: self.ops[op].policy.value for op in sorted(self.ops)}
 
+    def renamed(self, device: str) -> DeviceSpec:
+        """This device's rules under another device name.
+
+        For a PrivateUse1 backend renamed by ``torch.utils.rename_privateuse1_backend``
+        (it reads ``spec/privateuse1.yaml`` under its own name), or a reference device
+        deciding for the backend: the policy engine only acts for the device it is named.
+        """
+        return replace(self, device=device)
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -155,10 +164,6 @@ class EntryPoint:
 
     name: str
     sample: Sample | None = None
-
-    @property
-    def is_method(self) -> bool:
-        return self.name.startswith("Tensor.")
 
 
 @dataclass(frozen=True)
@@ -314,6 +319,7 @@ class JitLimitation:
     differs: tuple[Divergence, ...] = ()
     devices: tuple[str, ...] = ()
     later_calls: str | None = None  # the outcome of calling it again, when other than expect
+    observes: tuple[str, ...] = ()  # the ops whose outputs the scenario reports, in output order
 
 
 @dataclass(frozen=True)
@@ -336,7 +342,7 @@ class Spec:
     content_hash: str
     limitations: tuple[JitLimitation, ...] = ()
     mode_divergences: Mapping[str, ModeDivergences] = field(default_factory=frozen_map)
-    installed_torch: str = ""  # the torch installed when it was loaded ("" where none was asked)
+    installed_torch: str = ""  # the release of the torch it was loaded for (TorchFacts.version)
 
     def device(self, name: str) -> DeviceSpec:
         try:
@@ -347,3 +353,17 @@ class Spec:
 
     def op_info(self, op: str) -> OpInfo | None:
         return self.ops.get(op)
+
+    def tolerance(self, op: str, dtype: str) -> Tolerance | None:
+        """How far ``op``'s outputs under ``dtype`` autocast may stray from a reference
+        computed elsewhere: the op catalog's entry, else the rules' default (None: no
+        tolerance is stated for ``dtype``)."""
+        info = self.ops.get(op)
+        if info is not None and dtype in info.tolerance:
+            return info.tolerance[dtype]
+        return self.rules.default_tolerance.get(dtype)
+
+    def with_device(self, name: str, device: DeviceSpec) -> Spec:
+        """A copy in which device ``name`` follows ``device``'s rules (renamed to ``name``)."""
+        devices = {**self.devices, name: device.renamed(name)}
+        return replace(self, devices=frozen_map(dict(sorted(devices.items()))))

@@ -4,17 +4,21 @@ Spec entries carry ``since`` (inclusive) and ``until`` (exclusive) releases, dev
 files a PEP 440 ``torch:`` range, and an entry registered only in some builds of a
 release a ``build:`` condition (``cudnn``: only where torch was built with cuDNN, as
 the CUDA wheels are and the CPU wheels are not). Everything here is pure: the
-installed torch's version and build are passed in.
+torch's release, build and operator names arrive as a :class:`TorchFacts` value
+(``reference_impl.torch_registry.installed_torch()`` for the installed one).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from .problems import SpecProblem
+from .yaml_source import YamlDocument
 
 _RELEASE_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -69,6 +73,79 @@ def nearest_covered_version(ranges: Iterable[str], version: str) -> str | None:
         return None
     best = min(covered, key=lambda c: (abs((c[0] - target[0]) * 1000 + c[1] - target[1]), -c[1]))
     return f"{best[0]}.{best[1]}"
+
+
+@dataclass(frozen=True)
+class TorchFacts:
+    """What a load is told about the torch it reads the spec for (this package never imports torch).
+
+    ``reference_impl.torch_registry.installed_torch()`` gives the installed torch's.
+    Without torch at hand, name the release alone: ``TorchFacts("2.13.0")`` reads no
+    ``build:``-conditional entry and checks no op name against a registry.
+    """
+
+    version: str  # the release, e.g. "2.13.0"
+    build: frozenset[str] = frozenset()  # build features that ``build:`` conditions name ("cudnn")
+    op_names: frozenset[str] | None = None  # every operator overload it knows; None: not known
+
+
+def release_to_read(ranges: Iterable[str], installed: str, asked: str | None, nearest: bool) -> str:
+    """The release a load describes: ``asked``, else ``installed``.
+
+    With ``nearest``, an installed release that none of the device files' ``ranges``
+    covers is read as the nearest covered one.
+    """
+    if asked:
+        return asked
+    ranges = list(ranges)
+    if nearest and not any(specifier_contains(r, installed) for r in ranges):
+        return nearest_covered_version(ranges, installed) or installed
+    return installed
+
+
+def device_files_for(
+    by_device: Mapping[str, Sequence[YamlDocument]], version: str, where: str
+) -> tuple[dict[str, YamlDocument], list[SpecProblem]]:
+    """Per device, its one file whose ``torch:`` range holds ``version``.
+
+    Problems: two files of a device for the release; no device file for it at all
+    (reported at ``where``, with the nearest covered release to pass instead).
+    """
+    chosen: dict[str, YamlDocument] = {}
+    probs: list[SpecProblem] = []
+    uncovered: set[str] = set()
+    for name, docs in by_device.items():
+        matching = [d for d in docs if specifier_contains(d.data["torch"], version)]
+        for d in matching[1:]:
+            probs.append(
+                SpecProblem(
+                    d.file,
+                    d.line_of(("torch",)),
+                    f"two files describe device {name!r} for torch {version} "
+                    f"(also {matching[0].file}); make their 'torch' ranges disjoint",
+                )
+            )
+        if matching:
+            chosen[name] = matching[0]
+        else:
+            uncovered.update(d.data["torch"] for d in docs)
+    if by_device and not chosen:
+        ranges = sorted(uncovered)
+        near = nearest_covered_version(ranges, version)
+        probs.append(
+            SpecProblem(
+                where,
+                0,
+                f"no device spec describes torch {version} (the files cover {', '.join(ranges)}); "
+                + (
+                    f"the nearest covered version is {near}: pass --torch-version {near} to use it, "
+                    if near
+                    else "pass --torch-version to pick one, "
+                )
+                + "or probe this torch with 'autocast-spec probe --device D' to write one",
+            )
+        )
+    return chosen, probs
 
 
 @dataclass(frozen=True)

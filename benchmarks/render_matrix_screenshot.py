@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autocast_spec.loader import load_spec
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.matrix import build_matrix, to_html
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -55,7 +55,7 @@ def main() -> int:
     if browser is None:
         sys.stderr.write(f"error: no headless browser found (looked for {', '.join(BROWSERS)})\n")
         return 2
-    page = to_html(build_matrix(load_spec()))
+    page = to_html(build_matrix(load_installed_spec()))
     if args.filter:
         page = page.replace('id="filter" type="search"', f'id="filter" type="search" value="{args.filter}"')
     with tempfile.TemporaryDirectory() as tmp:

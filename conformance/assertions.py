@@ -14,7 +14,9 @@ import pytest
 import torch
 
 from autocast_spec.model import Tolerance
-from reference_impl.samples import Materialized, dtype_name
+from reference_impl.compare import bound, tensor_mismatch
+from reference_impl.dtypes import dtype_name
+from reference_impl.samples import Materialized
 
 from .cases import Case
 from .refusal import error_text, skip_if_refused
@@ -159,18 +161,6 @@ def assert_same_dtypes(
         )
 
 
-def max_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    if a.numel() == 0:
-        return 0.0
-    d = (a.detach().double().cpu() - b.detach().double().cpu()).abs()
-    d = torch.where(
-        torch.isnan(a.detach().double().cpu()) & torch.isnan(b.detach().double().cpu()),
-        torch.zeros_like(d),
-        d,
-    )
-    return float(d.nan_to_num(nan=float("inf")).max())
-
-
 def assert_close_outputs(
     case: Case,
     native: Outcome,
@@ -193,26 +183,14 @@ def assert_close_outputs(
             fail(case, f"output {i} has another shape", m, expected=list(w.shape), observed=list(g.shape))
         if i in scratch:
             continue
-        w_cpu = w.detach().to(g.device)
-        if tol is None:
-            ok = torch.equal(g.detach(), w_cpu) or bool(
-                ((g.detach() == w_cpu) | (torch.isnan(g.detach()) & torch.isnan(w_cpu))).all()
-            )
-            bound = "bitwise (same device)"
-        else:
-            ok = bool(
-                torch.isclose(
-                    g.detach().double(), w_cpu.double(), rtol=tol.rtol, atol=tol.atol, equal_nan=True
-                ).all()
-            )
-            bound = f"atol={tol.atol}, rtol={tol.rtol}"
-        if not ok:
+        mismatch = tensor_mismatch(w, g, tol, f"output {i}")
+        if mismatch is not None:
             fail(
                 case,
                 f"output {i} differs from the reference",
                 m,
-                tolerance=bound,
-                max_abs_error=max_error(g, w_cpu),
+                tolerance=bound(tol) + (" (same device)" if tol is None else ""),
+                max_abs_error=mismatch.max_abs_error,
                 dtype=dtype_name(g.dtype),
                 plan=plan,
             )

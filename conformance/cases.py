@@ -1,32 +1,28 @@
-"""Spec -> test cases: pure functions from a :class:`Target` to parametrization.
+"""Spec -> test cases: from a :class:`Target` to parametrization.
 
-Each category has a generator returning :class:`Case` objects in a stable order
-(so pytest-xdist workers agree); :mod:`conformance.registry` names them, with
-the categories they belong to and the coverage every listed op owes them.
+Each category has a generator returning :class:`Case` objects. The generators read
+the spec (through the target) and ask the installed torch's dispatcher which ops
+exist, which have Autocast kernels, in-place and ``out=`` variants or an optional
+dtype argument (:mod:`reference_impl.torch_registry`, :mod:`conformance.op_facts`);
+they change nothing, and the same spec on the same torch gives the same cases in the
+same order (so pytest-xdist workers agree). :mod:`conformance.registry` names them,
+with the categories they belong to and the coverage every listed op owes them.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from dataclasses import dataclass
 
 from autocast_spec.model import OpInfo, Policy, Rules
-from reference_impl.policy import SlotKind, signature
-from reference_impl.runtime import synthesize_call
-from reference_impl.torch_registry import (
-    all_op_names,
-    autocast_registrations,
-    inplace_variant,
-    op_exists,
-    out_variant,
-    split_op_name,
-)
+from reference_impl.dtypes import NON_FLOATING
+from reference_impl.torch_registry import autocast_registrations, inplace_variant, op_exists, out_variant
 
+from .op_facts import has_optional_dtype, registry_sample, same_arguments, synthesizable
 from .runner import Mix, count_test_floats
 from .target import Target
 
 UNLISTED = "unlisted"
+REGISTRY = "registry"  # the kind of an unlisted case whose op comes from the registry sample
 
 
 @dataclass(frozen=True)
@@ -38,11 +34,18 @@ class Case:
     dtype: str = ""  # the lower dtype under test ("" where none applies)
     policy: str = ""
     op: str = ""
-    entry: str = ""  # entry point name, or the op itself
+    entry: str = ""  # the entry point called (torch.mm, Tensor.mm, an in-place overload), or the op
     sample: int = 0
-    variant: str = ""  # eligibility kind, input mix, ...
+    method: str = ""  # entry agreement: the Tensor method whose result must equal entry's
+    kind: str = ""  # which check of the category: eligibility kind, cache scenario, transform...
+    inputs: str = ""  # the name of the input mix, where the category has several (promote, unlisted)
     mix: Mix = ()
     seed: int = 0  # the values' seed (Hypothesis draws it)
+
+    @property
+    def variant(self) -> str:
+        """The id's trailing label, for display: method, kind and inputs, joined by ``-``."""
+        return "-".join(p for p in (self.method, self.kind, self.inputs) if p)
 
     @property
     def id(self) -> str:
@@ -51,8 +54,7 @@ class Case:
             parts.append(self.entry)
         if self.sample:
             parts.append(f"sample{self.sample}")
-        if self.variant:
-            parts.append(self.variant)
+        parts.append(self.variant)
         return "-".join(p for p in parts if p)
 
     @property
@@ -79,19 +81,33 @@ PROMOTE_MIXES: dict[str, Mix] = {
     "lower+float64": ("lower", "float64"),
 }
 
-# Eligibility kinds: inputs autocast must leave alone. ``dtype`` kinds replace
-# every test-float tensor; the rest are about where/how the op is called.
-NON_FLOATING_KINDS = ("int64", "bool")
-ELIGIBILITY_CALL_KINDS = ("other_device", "inplace", "out")
+# The eligibility checks about where or how the op is called (not its input dtypes).
+OTHER_DEVICE, INPLACE, OUT = "other_device", "inplace", "out"
+ELIGIBILITY_CALL_KINDS = (OTHER_DEVICE, INPLACE, OUT)
 
 
-def eligibility_dtype_kinds(rules: Rules) -> dict[str, str]:
-    """The input dtypes rules.eligibility says are never cast: each never_cast dtype, and
-    integer and bool tensors under floating_only."""
-    kinds = {d: d for d in rules.eligibility.never_cast}
-    if rules.eligibility.floating_only:
-        kinds.update({k: k for k in NON_FLOATING_KINDS})
-    return kinds
+@dataclass(frozen=True)
+class EligibilityKind:
+    """Inputs or a call a rule says autocast leaves alone; ``name`` is the case's ``kind``."""
+
+    name: str
+    rule: str  # the rules.yaml field that demands it
+    dtype: str = ""  # a dtype kind: every test-float tensor gets it; "" for a call kind
+
+
+def eligibility_kinds(rules: Rules) -> tuple[EligibilityKind, ...]:
+    """What rules.eligibility and rules.out_of_place_only exempt: each never_cast dtype, the
+    non-floating dtypes under floating_only, tensors of another device under same_device_only,
+    in-place and out= calls under out_of_place_only."""
+    el = rules.eligibility
+    kinds = [EligibilityKind(d, "eligibility.never_cast", d) for d in el.never_cast]
+    if el.floating_only:
+        kinds += [EligibilityKind(d, "eligibility.floating_only", d) for d in NON_FLOATING]
+    if el.same_device_only:
+        kinds.append(EligibilityKind(OTHER_DEVICE, "eligibility.same_device_only"))
+    if rules.out_of_place_only:
+        kinds += [EligibilityKind(k, "out_of_place_only") for k in (INPLACE, OUT)]
+    return tuple(kinds)
 
 
 def other_device(device: str) -> str:
@@ -157,9 +173,7 @@ def entry_agreement(target: Target) -> list[Case]:
                 continue
             for fn, method in entry_point_pairs(info):
                 mix = DISCRIMINATING_MIX[pol]
-                out.append(
-                    Case("op_policy", target.device, dtype, pol.value, op, fn, variant=method, mix=mix)
-                )
+                out.append(Case("op_policy", target.device, dtype, pol.value, op, fn, method=method, mix=mix))
     return out
 
 
@@ -177,57 +191,42 @@ def numerics(target: Target) -> list[Case]:
     return out
 
 
+def _eligibility_entry(op: str, pol: Policy, kind: EligibilityKind) -> str | None:
+    """What a case of ``kind`` calls for ``op``; None where the kind has nothing to call."""
+    if kind.dtype:
+        return None if pol is Policy.BANNED else op  # a banned op raises whatever its inputs
+    if kind.name == INPLACE:
+        ip = inplace_variant(op)
+        return ip if ip is not None and same_arguments(op, ip) else None
+    if kind.name == OUT:
+        return out_variant(op)
+    return op
+
+
 def eligibility(target: Target) -> list[Case]:
-    """Per listed op, the inputs and calls rules.eligibility and rules.out_of_place_only exempt."""
-    rules = target.spec.rules
+    """Per listed op, each of :func:`eligibility_kinds` the op can be called for."""
+    kinds = eligibility_kinds(target.spec.rules)
     out = []
     for dtype in target.dtypes:
         for op, pol in _listed(target):
-            info = _info(target, op)
-            if info is None:
+            if _info(target, op) is None:
                 continue
-            mix = DISCRIMINATING_MIX[pol]
-            if pol is not Policy.BANNED:
-                for kind, dt in eligibility_dtype_kinds(rules).items():
+            for kind in kinds:
+                entry = _eligibility_entry(op, pol, kind)
+                if entry is not None:
+                    mix = (kind.dtype,) if kind.dtype else DISCRIMINATING_MIX[pol]
                     out.append(
-                        Case("eligibility", target.device, dtype, pol.value, op, op, variant=kind, mix=(dt,))
+                        Case(
+                            "eligibility", target.device, dtype, pol.value, op, entry, kind=kind.name, mix=mix
+                        )
                     )
-            if rules.eligibility.same_device_only:
-                out.append(
-                    Case(
-                        "eligibility",
-                        target.device,
-                        dtype,
-                        pol.value,
-                        op,
-                        op,
-                        variant="other_device",
-                        mix=mix,
-                    )
-                )
-            if not rules.out_of_place_only:
-                continue
-            ip = inplace_variant(op)
-            if ip is not None and same_arguments(op, ip):
-                out.append(
-                    Case("eligibility", target.device, dtype, pol.value, op, ip, variant="inplace", mix=mix)
-                )
-            ov = out_variant(op)
-            if ov is not None:
-                out.append(
-                    Case("eligibility", target.device, dtype, pol.value, op, ov, variant="out", mix=mix)
-                )
     return out
 
 
-def same_arguments(op: str, variant: str) -> bool:
-    """``variant`` takes the same argument types as ``op`` (``pow_.Scalar`` is not ``pow.Scalar``'s)."""
-    from reference_impl.torch_registry import op_schema
-
-    def types(name: str) -> list[str]:
-        return [str(a.type) for a in op_schema(name).arguments]
-
-    return types(op) == types(variant)
+def eligibility_kinds_without_cases(target: Target, cases: list[Case]) -> list[EligibilityKind]:
+    """The kinds the rules demand that none of ``cases`` (the eligibility cases) checks."""
+    made = {c.kind for c in cases}
+    return [k for k in eligibility_kinds(target.spec.rules) if k.name not in made]
 
 
 def registration(target: Target) -> list[Case]:
@@ -239,45 +238,6 @@ def registration(target: Target) -> list[Case]:
     ]
 
 
-def _stable_hash(text: str) -> int:
-    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
-
-
-REGISTRY_SAMPLE_MODULUS = 40
-
-
-def _synthesizable(op: str) -> bool:
-    """The schema takes at least one tensor and every required argument can be synthesized."""
-    import torch
-
-    try:
-        sig = signature(op)
-        if sig.mutable or not sig.tensor_slots:
-            return False
-        synthesize_call(op, lambda i: torch.empty(0))
-    except Exception:
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=8)
-def registry_sample(dispatch_key: str, listed: frozenset[str]) -> tuple[str, ...]:
-    """A stable sample (by name hash) of aten ops with no Autocast kernel on the device."""
-    registered = autocast_registrations(dispatch_key)
-    picked = []
-    for op in sorted(all_op_names()):
-        ns, name, overload = split_op_name(op)
-        if ns != "aten" or name.startswith("_") or name.endswith("_") or "out" in overload:
-            continue
-        if op in listed or op in registered:
-            continue
-        if _stable_hash(op) % REGISTRY_SAMPLE_MODULUS:
-            continue
-        if _synthesizable(op):
-            picked.append(op)
-    return tuple(picked)
-
-
 def unlisted(target: Target) -> list[Case]:
     """Ops the device does not list: catalog ops (listed elsewhere) and a registry sample."""
     listed = frozenset(target.device_spec.ops)
@@ -286,23 +246,27 @@ def unlisted(target: Target) -> list[Case]:
     watch = [
         op
         for op in target.spec.rules.unlisted_watchlist
-        if op not in listed and op not in target.spec.ops and _synthesizable(op)
+        if op not in listed and op not in target.spec.ops and synthesizable(op)
     ]
     sampled = [op for op in registry_sample(target.dispatch_key, listed) if op not in target.spec.ops]
     sampled = sorted(set(sampled) | set(watch))
     for dtype in target.dtypes:
-        for op in catalog:
-            for d in ("float32", "lower"):
-                out.append(
-                    Case(UNLISTED, target.device, dtype, UNLISTED, op, op, variant=f"{d}_in", mix=(d,))
-                )
-        for op in sampled:
-            for d in ("float32", "lower"):
-                out.append(
-                    Case(
-                        UNLISTED, target.device, dtype, UNLISTED, op, op, variant=f"registry-{d}_in", mix=(d,)
+        for kind, ops in (("", catalog), (REGISTRY, sampled)):
+            for op in ops:
+                for d in ("float32", "lower"):
+                    out.append(
+                        Case(
+                            UNLISTED,
+                            target.device,
+                            dtype,
+                            UNLISTED,
+                            op,
+                            op,
+                            kind=kind,
+                            inputs=f"{d}_in",
+                            mix=(d,),
+                        )
                     )
-                )
     return out
 
 
@@ -317,7 +281,7 @@ def promote(target: Target) -> list[Case]:
             for name, mix in PROMOTE_MIXES.items():
                 if len(mix) > 1 and not many:
                     continue
-                out.append(Case("promote", target.device, dtype, "promote", op, op, variant=name, mix=mix))
+                out.append(Case("promote", target.device, dtype, "promote", op, op, inputs=name, mix=mix))
     return out
 
 
@@ -331,18 +295,11 @@ def banned(target: Target) -> list[Case]:
     return out
 
 
-def _has_optional_dtype(op: str) -> bool:
-    try:
-        return any(s.kind is SlotKind.OPTIONAL_DTYPE for s in signature(op).slots)
-    except Exception:
-        return False
-
-
 def opt_dtype(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:
         for op in target.device_spec.ops_with(Policy.FP32_SET_OPT_DTYPE):
-            if _info(target, op) is None or not _has_optional_dtype(op):
+            if _info(target, op) is None or not has_optional_dtype(op):
                 continue
             out.append(
                 Case(
@@ -352,7 +309,7 @@ def opt_dtype(target: Target) -> list[Case]:
                     "fp32_set_opt_dtype",
                     op,
                     op,
-                    variant="explicit_dtype",
+                    kind="explicit_dtype",
                     mix=("lower",),
                 )
             )
@@ -371,7 +328,7 @@ def autograd(target: Target) -> list[Case]:
     return out
 
 
-def probe_op(target: Target, policy: Policy = Policy.LOWER_PRECISION_FP) -> str | None:
+def sentinel_op(target: Target, policy: Policy = Policy.LOWER_PRECISION_FP) -> str | None:
     """The first op (by name) of ``policy`` with samples of at least two test-float tensors,
     else one: the op context and cache tests watch to see whether autocast is on."""
     ops = [op for op in target.device_spec.ops_with(policy) if _info(target, op)]

@@ -2,7 +2,7 @@
 
 * ``promote_widest``: every promote op, every test-float tensor argument in turn holding
   the widest dtype (float32) and the rest the lower dtype, optional tensors included
-  (the variant says ``optional`` there).
+  (the input mix's name says ``optional`` there).
 * ``promote_foreign``: every promote op with float16 and bfloat16 inputs together
   (``rules.promote.foreign_float``).
 * ``checkpoint``: every lower_precision_fp / fp32 op, ``torch.utils.checkpoint`` with
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from autocast_spec.model import ListArg, Policy, Sample, TensorArg
-from reference_impl.policy import SlotKind, signature
+from reference_impl.signatures import SlotKind, signature
 
 from .cases import DISCRIMINATING_MIX, Case, _info, _listed
 from .runner import count_test_floats
@@ -45,7 +45,7 @@ def test_float_slots(op: str, sample: Sample) -> list[SlotKind]:
     return out
 
 
-def widest_variant(i: int, kind: SlotKind) -> str:
+def widest_inputs(i: int, kind: SlotKind) -> str:
     return f"widest_in_{i}" + ("_optional" if kind is SlotKind.OPTIONAL_TENSOR else "")
 
 
@@ -67,7 +67,7 @@ def promote_widest(target: Target) -> list[Case]:
                         "promote",
                         op,
                         op,
-                        variant=widest_variant(i, kind),
+                        inputs=widest_inputs(i, kind),
                         mix=mix,
                     )
                 )
@@ -89,7 +89,7 @@ def promote_foreign(target: Target) -> list[Case]:
                     "promote",
                     op,
                     op,
-                    variant="foreign_float",
+                    inputs="foreign_float",
                     mix=("lower", "foreign"),
                 )
             )
@@ -102,7 +102,7 @@ def checkpoint(target: Target) -> list[Case]:
         for op, pol in _listed(target):
             if pol not in GRAD_POLICIES or _info(target, op) is None:
                 continue
-            for variant in ("reentrant", "non_reentrant"):
+            for reentrant in ("reentrant", "non_reentrant"):
                 out.append(
                     Case(
                         "autograd",
@@ -111,7 +111,7 @@ def checkpoint(target: Target) -> list[Case]:
                         pol.value,
                         op,
                         op,
-                        variant=f"checkpoint_{variant}",
+                        kind=f"checkpoint_{reentrant}",
                         mix=DISCRIMINATING_MIX[pol],
                     )
                 )
@@ -135,7 +135,7 @@ def functorch(target: Target) -> list[Case]:
                         pol.value,
                         op,
                         op,
-                        variant=t,
+                        kind=t,
                         mix=DISCRIMINATING_MIX[pol],
                     )
                 )

@@ -11,8 +11,13 @@ from typing import Any
 import torch
 
 from autocast_spec.model import EntryPoint, Sample, Tolerance
-from reference_impl.runtime import synthesize_call
-from reference_impl.samples import Materialized, dtype_of, entry_point_sample
+from reference_impl.dtypes import dtype_name, dtype_of
+from reference_impl.oracle import oracle_call
+from reference_impl.policy import AutocastState, expected_output_dtype
+from reference_impl.runtime import quiet, synthesize_call
+from reference_impl.samples import Materialized, entry_point_sample, first_tensor
+from reference_impl.signatures import SlotKind, signature
+from reference_impl.torch_registry import op_overload
 
 from .cases import ELIGIBILITY_CALL_KINDS, Case, other_device
 from .runner import (
@@ -22,10 +27,11 @@ from .runner import (
     intercepted,
     make_inputs,
     plan_for,
-    quiet,
+    reference_spec,
     resolve_mix,
     run_native,
     run_oracle,
+    state_for,
     tensor_dtypes,
 )
 from .target import Target
@@ -93,9 +99,6 @@ def _from_plan(target: Target, lower: torch.dtype, op: str, m: Materialized, fai
 
     Only the first output's dtype is known then (``Outcome.first_only``).
     """
-    from reference_impl.policy import expected_output_dtype
-
-    from .runner import state_for
 
     try:
         plan = plan_for(target, lower, op, m)
@@ -111,7 +114,6 @@ def _from_plan(target: Target, lower: torch.dtype, op: str, m: Materialized, fai
 
 def expected_arrival(target: Target, lower: torch.dtype, op: str, m: Materialized) -> tuple[str, list[str]]:
     """The overload the plan calls and the tensor dtypes it should receive below Autocast."""
-    from reference_impl.samples import dtype_name
 
     plan = plan_for(target, lower, op, m)
     to = {c.path: dtype_name(c.to_dtype) for c in plan.casts}
@@ -180,7 +182,7 @@ def tolerance(target: Target, case: Case) -> Tolerance | None:
     info = target.spec.ops[case.op]
     if target.reference_device == target.device and not info.nondeterministic:
         return None
-    return info.tolerance.get(case.dtype) or target.spec.rules.default_tolerance.get(case.dtype)
+    return target.spec.tolerance(case.op, case.dtype)
 
 
 def numerics_call(target: Target, case: Case) -> PolicyResult:
@@ -195,11 +197,6 @@ def numerics_call(target: Target, case: Case) -> PolicyResult:
     if ref_dev == target.device:
         expected = run_oracle(target, lower, case.op, rm)
     else:
-        from reference_impl.oracle import oracle_call
-        from reference_impl.policy import AutocastState
-
-        from .runner import reference_spec
-
         ref_spec = reference_spec(target)
         state = AutocastState(target.device, lower)
         # The plan is decided for the backend, then applied to reference-device tensors.
@@ -209,14 +206,9 @@ def numerics_call(target: Target, case: Case) -> PolicyResult:
 
 
 def _oracle_on(spec: Any, state: Any, op: str, m: Materialized, device: str, oracle_call: Any) -> Any:
-    from dataclasses import replace
-
-    from reference_impl.policy import AutocastState
 
     ref_state = AutocastState(device, state.dtype, True)
-    devices = dict(spec.devices)
-    devices[device] = replace(spec.device(state.device), device=device)
-    return oracle_call(replace(spec, devices=devices), ref_state, op, m.args, m.kwargs)
+    return oracle_call(spec.with_device(device, spec.device(state.device)), ref_state, op, m.args, m.kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -249,21 +241,20 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
     """Call the op (or its in-place/out= variant) and record what reaches the kernel below Autocast."""
     lower = lower_of(case)
     sample = target.spec.ops[case.op].samples[0]
-    if case.variant == "other_device":
+    if case.kind == "other_device":
         return _other_device_call(target, case, lower, sample)
     with target.tensors():
         m = make_inputs(sample, resolve_mix(case.mix, case.dtype), target.device)
         args, kwargs = list(m.args), dict(m.kwargs)
         entry = case.entry
-        if case.variant == "out":
+        if case.kind == "out":
             kwargs.update(out_arguments(entry, next(t for t in m.tensors())))
         m2 = Materialized(tuple(args), kwargs)
-        from reference_impl.torch_registry import op_overload
 
         fn = op_overload(entry)
         calls, err = intercepted(target, lower, entry, lambda: fn(*m2.args, **m2.kwargs))
         outputs = None
-        if case.variant not in ELIGIBILITY_CALL_KINDS:
+        if case.kind not in ELIGIBILITY_CALL_KINDS:
             on = run_native(target, lower, lambda: fn(*m2.args, **m2.kwargs))
             with quiet():
                 off = capture(lambda: fn(*m2.args, **m2.kwargs))
@@ -274,19 +265,18 @@ def eligibility_call(target: Target, case: Case) -> Untouched:
         "bool": "bool tensors are not floating point (rules.eligibility.floating_only)",
         "inplace": "in-place variants are not autocast (rules.out_of_place_only)",
         "out": "out= variants are not autocast (rules.out_of_place_only)",
-    }.get(case.variant, f"{case.variant} is never cast (rules.eligibility.never_cast)")
+    }.get(case.kind, f"{case.kind} is never cast (rules.eligibility.never_cast)")
     given = tensor_dtypes([*m2.args, *m2.kwargs.values()])
     # fp32_append_dtype redispatches to another overload even for ineligible inputs
     # (appending their own dtype): follow the call the reference plan names.
     arrives_as = entry
-    if case.variant not in ELIGIBILITY_CALL_KINDS:
+    if case.kind not in ELIGIBILITY_CALL_KINDS:
         arrives_as = plan_for(target, lower, entry, m2).target_op
     return Untouched(m2, given, _arrived(calls, arrives_as), err, arrives_as, why, outputs)
 
 
 def out_arguments(out_op: str, like: torch.Tensor) -> dict[str, torch.Tensor]:
     """The written-to keyword arguments of an ``out=`` overload (``out``, or ``Q``/``R``...)."""
-    from reference_impl.torch_registry import op_overload
 
     return {
         a.name: torch.empty_like(like)
@@ -322,7 +312,6 @@ def unlisted_call(target: Target, case: Case) -> Untouched:
                 case.op, lambda i: torch.ones(2, 2, dtype=dt[0], device=target.device)
             )
             m = Materialized(args, kwargs)
-        from reference_impl.torch_registry import op_overload
 
         fn = op_overload(case.op)
         calls, err = intercepted(target, lower, case.op, lambda: fn(*m.args, **m.kwargs))
@@ -333,7 +322,6 @@ def unlisted_call(target: Target, case: Case) -> Untouched:
 
 def explicit_dtype_call(target: Target, case: Case) -> PolicyResult:
     """The op with its optional dtype argument given explicitly (float64), lower inputs."""
-    from reference_impl.policy import SlotKind, signature
 
     lower = lower_of(case)
     sample = target.spec.ops[case.op].samples[0]
@@ -363,7 +351,6 @@ class AutogradResult:
 
 def _forward_backward(fn: Any, leaves: list[torch.Tensor]) -> AutogradSide:
     """Run ``fn`` (the forward), then backward outside autocast; record dtypes."""
-    from reference_impl.samples import dtype_name, first_tensor
 
     seen: list[str] = []
     try:
@@ -397,10 +384,6 @@ def autograd_call(target: Target, case: Case) -> AutogradResult:
         def native_fwd() -> Any:
             with target.autocast(lower):
                 return call_entry(case.op, case.op, m)
-
-        from reference_impl.oracle import oracle_call
-
-        from .runner import reference_spec, state_for
 
         native = _forward_backward(native_fwd, leaves_of(m))
         reference = _forward_backward(

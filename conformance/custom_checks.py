@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
-from reference_impl.samples import dtype_name, dtype_of
+from reference_impl.dtypes import dtype_name, dtype_of
+from reference_impl.runtime import quiet
 
 from .cases import Case, other_device
-from .runner import quiet
 from .target import Target
 
 
@@ -83,9 +83,9 @@ def scaled(device: str, cast: torch.dtype | None, log: dict[str, Any], inner: An
 
 
 def custom_function_combination(target: Target, case: Case) -> Combination:
-    if case.variant.startswith("nested-"):
+    if case.kind.startswith("nested-"):
         return _nested(target, case)
-    where, cast_s, kind = case.variant.split("-")
+    where, cast_s, kind = case.kind.split("-")
     cast = _cast_dtype(cast_s.removeprefix("cast_"), case.dtype)
     d, lower = target.device, case.dtype
     inside = where == "inside"
@@ -128,7 +128,7 @@ def custom_function_combination(target: Target, case: Case) -> Combination:
 
 def _nested(target: Target, case: Case) -> Combination:
     """An outer custom function whose forward applies an inner one, inside a region."""
-    _, o, i = case.variant.split("-")
+    _, o, i = case.kind.split("-")
     d, lower = target.device, case.dtype
     oc, ic = _cast_dtype(o.removeprefix("outer_"), lower), _cast_dtype(i.removeprefix("inner_"), lower)
     olog: dict[str, Any] = {}
@@ -199,7 +199,7 @@ def custom_op_for(device: str, cast: torch.dtype) -> Any:
 
 
 def custom_op_combination(target: Target, case: Case) -> Combination:
-    cast_s, kind = case.variant.split("-")
+    cast_s, kind = case.kind.split("-")
     d, lower = target.device, case.dtype
     cast = _cast_dtype(cast_s.removeprefix("cast_"), lower)
     assert cast is not None

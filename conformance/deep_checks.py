@@ -9,8 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
-from reference_impl.samples import Materialized, dtype_name, first_tensor, output_tensors
+from reference_impl.dtypes import dtype_name
+from reference_impl.runtime import quiet
+from reference_impl.samples import Materialized, first_tensor, output_tensors
 
 from .cases import Case
 from .checks import _arrived, expected_arrival, lower_of
@@ -19,7 +22,6 @@ from .runner import (
     intercepted,
     make_inputs,
     plan_for,
-    quiet,
     resolve_mix,
     run_oracle,
 )
@@ -139,7 +141,6 @@ def grad_run(target: Target, case: Case, wrap: Callable[..., Any] | None) -> tup
 
 
 def checkpointed(reentrant: bool) -> Callable[..., Any]:
-    from torch.utils.checkpoint import checkpoint
 
     return lambda body, *ts: checkpoint(body, *ts, use_reentrant=reentrant)
 
@@ -180,7 +181,7 @@ class Transformed:
 
 
 def functorch_call(target: Target, case: Case) -> Transformed:
-    """The op's first sample through ``case.variant`` (vmap or grad) under autocast; the
+    """The op's first sample through ``case.kind`` (vmap or grad) under autocast; the
     output dtypes the op has inside the transform against the reference's."""
     lower = lower_of(case)
     m = make_inputs(target.spec.ops[case.op].samples[0], resolve_mix(case.mix, case.dtype), target.device)
@@ -197,7 +198,7 @@ def functorch_call(target: Target, case: Case) -> Transformed:
 
     try:
         with quiet(), target.autocast(lower):
-            if case.variant == "vmap":
+            if case.kind == "vmap":
                 batched = [torch.stack([t] * BATCH) for t in flat]
                 torch.vmap(body)(*batched)
             else:

@@ -1,16 +1,11 @@
-"""Hypothesis settings for the suite, and the switch certification uses to derandomize it.
-
-Hypothesis is imported only when a Hypothesis test asks for its settings.
-"""
+"""Hypothesis settings for the suite, and the switch certification uses to derandomize it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
-
-if TYPE_CHECKING:
-    from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 PROFILE = "autocast-conformance"
 DERANDOMIZED = "autocast-conformance-derandomized"
@@ -18,8 +13,6 @@ DERANDOMIZE_KEY = pytest.StashKey[bool]()
 
 
 def _common() -> dict[str, Any]:
-    from hypothesis import HealthCheck
-
     return {
         "max_examples": 25,
         "deadline": None,
@@ -29,8 +22,6 @@ def _common() -> dict[str, Any]:
 
 
 def register_profiles() -> None:
-    from hypothesis import settings
-
     settings.register_profile(PROFILE, **_common())
     settings.register_profile(DERANDOMIZED, derandomize=True, print_blob=True, **_common())
 
@@ -42,8 +33,6 @@ def force_derandomize(config: pytest.Config) -> None:
 
 def suite_settings(config: pytest.Config) -> settings:
     """The settings Hypothesis tests in the suite run under."""
-    from hypothesis import settings
-
     register_profiles()
     derand = config.stash.get(DERANDOMIZE_KEY, False)
     return settings.get_profile(DERANDOMIZED if derand else PROFILE)

@@ -16,14 +16,17 @@ from typing import Any
 
 import torch
 
+from autocast_spec.model import Tolerance
+from reference_impl.compare import output_mismatch
+from reference_impl.runtime import quiet
 from reference_impl.samples import first_tensor, materialize
 
 from .deep_checks import rebuilt
-from .runner import call_entry, quiet
+from .runner import call_entry
 from .target import Target
 
 VARIANTS = ("region", "inner_disabled")
-RTOL, ATOL = 1e-4, 1e-5
+GRAD_TOLERANCE = Tolerance(atol=1e-5, rtol=1e-4)  # compiled vs eager backward, same dtypes
 
 
 def _function(op: str, device: str, variant: str, m: Any) -> Callable[..., Any]:
@@ -65,11 +68,6 @@ def compare(eager: list[torch.Tensor | None], compiled: list[torch.Tensor | None
     """The check's observation: ``same gradients``, ``<variant>: gradients differ`` or the error."""
     if isinstance(compiled, str):
         return f"{variant}: compiled raised {compiled}"
-    for c, e in zip(compiled, eager, strict=True):
-        if (c is None) != (e is None) or (
-            c is not None
-            and e is not None
-            and (c.dtype != e.dtype or not torch.allclose(c, e, rtol=RTOL, atol=ATOL, equal_nan=True))
-        ):
-            return f"{variant}: gradients differ"
+    if output_mismatch(eager, compiled, GRAD_TOLERANCE) is not None:
+        return f"{variant}: gradients differ"
     return "same gradients"

@@ -12,6 +12,7 @@ import contextlib
 import pytest
 
 from conformance.errors import usage_error
+from reference_impl.reference_autocast import kernels_installed
 
 from .registry import mandatory_able, markers
 from .target import IMPLEMENTATIONS, Options, Target, TargetError, resolve_target
@@ -120,8 +121,6 @@ def target_of(config: pytest.Config) -> Target:
             usage_error(str(e))
     target = config.stash[TARGET_KEY]
     if target.uses_reference and INSTALLED_KEY not in config.stash:
-        from reference_impl.reference_autocast import kernels_installed
-
         stack = contextlib.ExitStack()
         stack.enter_context(kernels_installed(target.device, target.reference_spec))
         config.stash[INSTALLED_KEY] = stack

@@ -58,8 +58,8 @@ def raw_call(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Ou
     return run_oracle(target, lower, op, m)
 
 
-# Checks that need the op's kernel to run (an output to compare): (category, variant),
-# "" for every variant of the category.
+# Checks that need the op's kernel to run (an output to compare): (category, kind),
+# "" for every kind of the category.
 NEEDS_OUTPUT = (
     ("numerics", ""),
     ("autograd", ""),
@@ -81,5 +81,5 @@ def intercept_only(target: Target, op: str) -> str | None:
     )
 
 
-def needs_output(category: str, variant: str) -> bool:
-    return (category, "") in NEEDS_OUTPUT or (category, variant) in NEEDS_OUTPUT
+def needs_output(category: str, kind: str) -> bool:
+    return (category, "") in NEEDS_OUTPUT or (category, kind) in NEEDS_OUTPUT

@@ -10,7 +10,7 @@ spec loader checks ``mandatory_core`` against :func:`mandatory_able`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autocast_spec.model import Policy, Rules
@@ -198,8 +198,3 @@ def coverage(target: Target) -> dict[str, list[str]]:
         op: [c for c in expected_categories(pol, rules) if c not in produced.get(op, set())]
         for op, pol in C._listed(target)
     }
-
-
-def all_cases(target: Target) -> Iterable[C.Case]:
-    for gen in GENERATORS:
-        yield from cases(target, gen)

@@ -7,25 +7,18 @@ intercepting what arrives below the Autocast dispatch key.
 
 from __future__ import annotations
 
-import contextlib
-import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from autocast_spec.model import EntryPoint, ListArg, Sample, Spec, TensorArg
+from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState, CastPlan, decide
-from reference_impl.runtime import Call, Intercepted, autograd_key_for, intercept
-from reference_impl.samples import (
-    Materialized,
-    call_entry_point,
-    dtype_of,
-    materialize,
-    output_tensors,
-)
+from reference_impl.runtime import Call, Intercepted, autograd_key_for, intercept, quiet
+from reference_impl.samples import Materialized, call_entry_point, materialize, output_tensors
 from reference_impl.torch_registry import op_overload
 
 from .target import Target
@@ -33,13 +26,6 @@ from .target import Target
 # An input mix: the dtypes given to the sample's test-float tensors, in order
 # (the last one repeats). "lower" means the autocast dtype under test.
 Mix = tuple[str, ...]
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 # "foreign": the other lower dtype (float16 under bfloat16 autocast and the reverse).
@@ -113,7 +99,7 @@ class Outcome:
 
     @property
     def dtypes(self) -> tuple[str, ...]:
-        return tuple(str(t.dtype).removeprefix("torch.") for t in output_tensors(self.value))
+        return tuple(dtype_name(t.dtype) for t in output_tensors(self.value))
 
     def tensors(self) -> list[torch.Tensor]:
         return output_tensors(self.value)
@@ -181,7 +167,7 @@ def tensor_dtypes(values: Sequence[Any]) -> list[str]:
 
     def walk(v: Any) -> None:
         if isinstance(v, torch.Tensor):
-            out.append(str(v.dtype).removeprefix("torch."))
+            out.append(dtype_name(v.dtype))
         elif isinstance(v, (list, tuple)):
             for x in v:
                 walk(x)

@@ -55,7 +55,7 @@ def cache(target: Target) -> list[Case]:
                 for kind in CACHE_KINDS:
                     if kind == "other_dtype" and len(target.device_spec.supported_dtypes) < 2:
                         continue
-                    out.append(Case("cache", target.device, dtype, pol.value, op, op, variant=kind))
+                    out.append(Case("cache", target.device, dtype, pol.value, op, op, kind=kind))
     return out
 
 
@@ -66,8 +66,8 @@ def threads(target: Target) -> list[Case]:
     for dtype in target.dtypes:
         for when in THREAD_WHEN:
             for field in THREAD_FIELDS:
-                out.append(Case("threads", target.device, dtype, variant=f"{when}-{field}"))
-        out.append(Case("threads", target.device, dtype, variant="child_region-parent_state"))
+                out.append(Case("threads", target.device, dtype, kind=f"{when}-{field}"))
+        out.append(Case("threads", target.device, dtype, kind="child_region-parent_state"))
     return out
 
 
@@ -79,11 +79,11 @@ def custom_function(target: Target) -> list[Case]:
             for cast in CUSTOM_CAST:
                 for inp in CUSTOM_INPUTS:
                     out.append(
-                        Case("custom_function", target.device, dtype, variant=f"{where}-cast_{cast}-{inp}")
+                        Case("custom_function", target.device, dtype, kind=f"{where}-cast_{cast}-{inp}")
                     )
         for outer, inner in CUSTOM_NESTED:
             out.append(
-                Case("custom_function", target.device, dtype, variant=f"nested-outer_{outer}-inner_{inner}")
+                Case("custom_function", target.device, dtype, kind=f"nested-outer_{outer}-inner_{inner}")
             )
     return out
 
@@ -96,7 +96,7 @@ def custom_op(target: Target) -> list[Case]:
     for dtype in target.dtypes:
         for cast in CUSTOM_OP_CAST:
             for inp in CUSTOM_OP_INPUTS:
-                out.append(Case("custom_op", target.device, dtype, variant=f"cast_{cast}-{inp}"))
+                out.append(Case("custom_op", target.device, dtype, kind=f"cast_{cast}-{inp}"))
     return out
 
 
@@ -105,5 +105,5 @@ def transition_pool(target: Target, dtype: str) -> list[Case]:
     return [
         c
         for c in cache(target)
-        if c.dtype == dtype and c.variant == "weights" and not device_needed(target, c.op)
+        if c.dtype == dtype and c.kind == "weights" and not device_needed(target, c.op)
     ]

@@ -16,12 +16,13 @@ from typing import Any
 
 import torch
 
-from reference_impl.samples import Materialized, dtype_name, dtype_of
+from reference_impl.dtypes import dtype_name, dtype_of
+from reference_impl.runtime import autocast_nesting, quiet
+from reference_impl.samples import Materialized
 
 from .cases import Case
-from .context_probe import Probe, flat_tensors
-from .runner import make_inputs, plan_for, quiet
-from .state import autocast_nesting
+from .runner import make_inputs, plan_for
+from .sentinel import Sentinel, flat_tensors
 from .target import Target
 
 
@@ -53,12 +54,10 @@ def _detached_view(t: torch.Tensor) -> torch.Tensor:
 def cache_inputs(target: Target, case: Case) -> Materialized:
     sample = target.spec.ops[case.op].samples[0]
     with target.tensors():
-        m = make_inputs(
-            sample, (torch.float32,), target.device, requires_grad=case.variant != "no_grad_inputs"
-        )
-        if case.variant == "non_leaf":
+        m = make_inputs(sample, (torch.float32,), target.device, requires_grad=case.kind != "no_grad_inputs")
+        if case.kind == "non_leaf":
             m = _map_floats(m, lambda t: t * 1)
-        elif case.variant == "view":
+        elif case.kind == "view":
             m = _map_floats(m, _detached_view)
     return m
 
@@ -76,11 +75,11 @@ def _same(a: list[Any], b: list[Any]) -> list[bool]:
 
 
 def cache_scenario(target: Target, case: Case) -> CacheScenario:
-    """Two calls of the op in the scenario ``case.variant``; which casts were reused."""
+    """Two calls of the op in the scenario ``case.kind``; which casts were reused."""
     lower = dtype_of(case.dtype)
     rules = target.spec.rules.cache
     m = cache_inputs(target, case)
-    p = Probe(target, case.op, m)
+    p = Sentinel(target, case.op, m)
     cast, weight = cached_slots(target, case, m)
     region = lambda **kw: target.autocast_impl(target.device, dtype=lower, **kw)  # noqa: E731
     desc = {
@@ -90,9 +89,9 @@ def cache_scenario(target: Target, case: Case) -> CacheScenario:
         "view": "float32 views that are leaves and require grad (x.detach().as_strided(...))",
         "nested_exit": "float32 leaves that require grad",
         "cache_disabled": "float32 leaves that require grad",
-    }[case.variant]
+    }[case.kind]
     with target.tensors():
-        if case.variant == "nested_exit":
+        if case.kind == "nested_exit":
             with region():
                 with region():
                     first = flat_tensors(p.arrived())
@@ -110,7 +109,7 @@ def cache_scenario(target: Target, case: Case) -> CacheScenario:
             )
             rule = f"rules.cache.cleared_at: {rules.cleared_at}"
             return CacheScenario(m, steps, rule, expected, observed)
-        enabled = case.variant != "cache_disabled"
+        enabled = case.kind != "cache_disabled"
         with region(cache_enabled=enabled):
             a = flat_tensors(p.arrived())
             b = flat_tensors(p.arrived())
@@ -147,7 +146,7 @@ def other_dtype_scenario(target: Target, case: Case) -> OtherDtypeScenario:
     other = dtype_of(next(d for d in target.device_spec.supported_dtypes if d != case.dtype))
     key = target.spec.rules.cache.key
     m = cache_inputs(target, case)
-    p = Probe(target, case.op, m)
+    p = Sentinel(target, case.op, m)
     _, weight = cached_slots(target, case, m)
     with target.tensors(), target.autocast_impl(target.device, dtype=lower):
         a = flat_tensors(p.arrived())
@@ -207,7 +206,7 @@ def thread_scenario(target: Target, case: Case) -> ThreadScenario:
     d = target.device
     lower = dtype_of(case.dtype)
     ctx = target.spec.rules.context
-    when, field = case.variant.split("-", 1)
+    when, field = case.kind.split("-", 1)
     region = lambda: target.autocast_impl(d, dtype=lower, cache_enabled=False)  # noqa: E731
     what = f"torch.autocast({d!r}, dtype={lower}, cache_enabled=False), nested twice"
     outside = fields(d)  # the test starts outside any region (the suite checks that)

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import torch
 
-from reference_impl.samples import dtype_of
+from reference_impl.dtypes import dtype_of
+from reference_impl.runtime import restore_autocast, snapshot_autocast
 
 from . import cases as gen
 from . import refusal, registry
-from .context_probe import require_autocast
 from .plugin import TARGET_KEY, target_of
-from .state import restore, snapshot
+from .sentinel import require_autocast
 from .target import Target
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -82,7 +82,7 @@ def _device_skip(target: Target, case: gen.Case) -> list[Any]:
     """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent,
     and the output checks of an op whose kernel cannot run its samples (intercept_only)."""
     why = gen.device_needed(target, case.op) if case.op and case.category != "registration" else None
-    if why is None and refusal.needs_output(case.category, case.variant):
+    if why is None and refusal.needs_output(case.category, case.kind):
         why = refusal.intercept_only(target, case.op)
     return [pytest.mark.skip(reason=why)] if why else []
 
@@ -127,14 +127,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         return (yield)
     target = target_of(item.config)
     devices = tuple(dict.fromkeys((target.device, "cpu")))
-    before = snapshot(devices)
+    before = snapshot_autocast(*devices)
     try:
         result = yield
     finally:
-        after = snapshot(devices)
+        after = snapshot_autocast(*devices)
         leaked = before.differences(after)
         if leaked:
-            restore(before)
+            restore_autocast(before)
     if leaked:
         pytest.fail("the test leaked autocast state: " + "; ".join(leaked), pytrace=False)
     return result

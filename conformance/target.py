@@ -16,15 +16,15 @@ from typing import Any
 
 import torch
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
+from reference_impl.dtypes import dtype_of
+from reference_impl.installed_spec import load_installed_spec
+from reference_impl.reference_autocast import autocast as reference_autocast
 from reference_impl.runtime import device_is_real, fake_device_supported, raw_autocast, tensor_context
-from reference_impl.samples import dtype_of
 from reference_impl.torch_registry import op_exists
 
-POLICY_ONLY_DEVICES_HINT = "--policy-only"
 IMPLEMENTATIONS = ("native", "reference")
 
 
@@ -80,28 +80,18 @@ class Target:
     def uses_reference(self) -> bool:
         return self.implementation == "reference"
 
-    @functools.cached_property
+    @property
     def reference_spec(self) -> Spec:
-        """The spec the reference reads, with the device spec named as the backend."""
-        if self.device in self.spec.devices:
-            return self.spec
-        devices = dict(self.spec.devices)
-        devices[self.device] = self.device_spec
-        return replace(self.spec, devices=devices)
+        """The spec the reference reads: the run's, which names the backend's device as the backend."""
+        return self.spec
 
     @property
     def autocast_impl(self) -> Callable[..., Any]:
         """The autocast context manager / decorator under test, called like ``torch.autocast``:
         ``torch.autocast`` natively, ``reference_impl.autocast`` with ``--implementation reference``."""
         if self.uses_reference:
-            from reference_impl.reference_autocast import autocast as reference_autocast
-
             return functools.partial(reference_autocast, spec=self.reference_spec)
         return torch.autocast
-
-    @property
-    def fake(self) -> bool:
-        return self.policy_only
 
     def tensors(self, device: str | None = None) -> contextlib.AbstractContextManager[None]:
         """Where tensors of ``device`` (default: the backend) are made: FakeTensors in policy-only."""
@@ -136,12 +126,15 @@ class Target:
         )
 
 
-def _device_spec_for(spec: Spec, backend: str) -> DeviceSpec:
+def _spec_for_backend(spec: Spec, backend: str) -> Spec:
+    """``spec`` as it describes ``backend``: a PrivateUse1 backend renamed by
+    ``torch.utils.rename_privateuse1_backend`` with no device file of its own reads
+    ``privateuse1``'s, under its own name (the policy engine acts for the device it is named)."""
     if backend in spec.devices:
-        return spec.devices[backend]
+        return spec
     pu1 = torch._C._get_privateuse1_backend_name()
     if backend == pu1 and "privateuse1" in spec.devices:
-        return spec.devices["privateuse1"]
+        return spec.with_device(backend, spec.devices["privateuse1"])
     known = ", ".join(sorted(spec.devices))
     raise TargetError(
         f"--backend {backend}: the spec has no device {backend!r} (known: {known}); "
@@ -167,7 +160,7 @@ def _load(paths: tuple[str, ...], categories: Collection[str] | None = None) -> 
         if not Path(p).exists():
             raise TargetError(f"--spec {p}: no such file or directory")
     try:
-        return load_spec([Path(p) for p in paths] or None, nearest=True, categories=categories)
+        return load_installed_spec([Path(p) for p in paths] or None, nearest=True, categories=categories)
     except SpecError as e:
         first = e.problems[0] if e.problems else None
         more = (
@@ -186,8 +179,8 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     backend = opts.backend or "cpu"
     if opts.implementation not in IMPLEMENTATIONS:
         raise TargetError(f"--implementation {opts.implementation}: use one of {', '.join(IMPLEMENTATIONS)}")
-    spec = _load(opts.spec, categories)
-    ds = _device_spec_for(spec, backend)
+    spec = _spec_for_backend(_load(opts.spec, categories), backend)
+    ds = spec.devices[backend]
     dtypes = _dtypes_for(ds, opts.dtype)
     for d in dtypes:
         dtype_of(d)

@@ -52,8 +52,8 @@ def test_checkpoint_recompute(target: Target, case: Case) -> None:
     m, plain = grad_run(target, case, None)
     if plain.error:
         pytest.skip(f"not differentiable with this sample without checkpoint: {plain.error}")
-    _, ck = grad_run(target, case, checkpointed(case.variant == "checkpoint_reentrant"))
-    what = f"torch.utils.checkpoint ({case.variant.removeprefix('checkpoint_')})"
+    _, ck = grad_run(target, case, checkpointed(case.kind == "checkpoint_reentrant"))
+    what = f"torch.utils.checkpoint ({case.kind.removeprefix('checkpoint_')})"
     if ck.error:
         fail(case, f"{what} under autocast raised", m, error=ck.error)
     if ck.forward_dtypes[:1] != plain.forward_dtypes[:1] or len(set(ck.forward_dtypes)) != 1:

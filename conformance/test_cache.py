@@ -17,11 +17,11 @@ import torch
 
 from conformance.assertions import assert_scenario
 from conformance.cases import Case
-from conformance.context_probe import Probe, flat_tensors, make_probe, require_autocast
 from conformance.known_bugs import judge
 from conformance.semantic_checks import cache_scenario, other_dtype_scenario
+from conformance.sentinel import Sentinel, flat_tensors, make_sentinel, require_autocast
 from conformance.target import Target
-from reference_impl.samples import dtype_of
+from reference_impl.dtypes import dtype_of
 
 pytestmark = [pytest.mark.cache, pytest.mark.real_tensors]
 
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.cache, pytest.mark.real_tensors]
 @pytest.mark.conformance_cases("cache")
 def test_cache(target: Target, case: Case) -> None:
     require_autocast(target, dtype_of(case.dtype))
-    if case.variant == "other_dtype":
+    if case.kind == "other_dtype":
         o = other_dtype_scenario(target, case)
         judge(
             target,
@@ -47,7 +47,7 @@ def test_cache(target: Target, case: Case) -> None:
     )
 
 
-def _weight_slots(p: Probe) -> list[int]:
+def _weight_slots(p: Sentinel) -> list[int]:
     """Indexes (among the arrived tensors) of float32 leaf inputs that require grad."""
     return [
         i
@@ -72,7 +72,7 @@ def test_no_growth_over_iterations(target: Target, lower: torch.dtype, grad_mode
     """
     if grad_mode == "inference_mode" and target.policy_only:
         pytest.skip("inference_mode skips the Autograd key and FakeTensors never reach the backend key")
-    p = make_probe(target, requires_grad=True)
+    p = make_sentinel(target, requires_grad=True)
     slots = _weight_slots(p)
     refs: list[list[weakref.ref[torch.Tensor]]] = [[] for _ in slots]
     mode = torch.no_grad() if grad_mode == "no_grad" else torch.inference_mode()

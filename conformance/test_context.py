@@ -12,11 +12,11 @@ import warnings
 import pytest
 import torch
 
-from conformance.context_probe import make_probe
 from conformance.known_bugs import judge
-from conformance.state import restore, snapshot
+from conformance.sentinel import make_sentinel
 from conformance.target import Target
-from reference_impl.samples import dtype_name
+from reference_impl.dtypes import dtype_name
+from reference_impl.runtime import restore_autocast, snapshot_autocast
 
 pytestmark = [pytest.mark.context, pytest.mark.usefixtures("native_autocast")]
 
@@ -59,7 +59,7 @@ def test_any_autocast_enabled(target: Target, lower: torch.dtype) -> None:
 
 def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> None:
     """Regions act; with rules.context.nesting_restores_state, each exit restores the state it found."""
-    p = make_probe(target)
+    p = make_sentinel(target)
     lo = _lower(lower)
     restores = target.spec.rules.context.nesting_restores_state
 
@@ -81,7 +81,7 @@ def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> N
 
 
 def test_decorator_form(target: Target, lower: torch.dtype) -> None:
-    p = make_probe(target)
+    p = make_sentinel(target)
 
     @target.autocast_impl(target.device, dtype=lower)
     def body() -> str:
@@ -97,7 +97,7 @@ def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
     each region they leave restores the state it found."""
     d = target.device
     restores = target.spec.rules.context.exception_restores_state
-    found = snapshot((d,))
+    found = snapshot_autocast(d)
     state = lambda: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))  # noqa: E731
 
     def same(a: object, b: object, message: str) -> None:
@@ -116,7 +116,7 @@ def test_exception_restores_state(target: Target, lower: torch.dtype) -> None:
         raise ValueError("boom")
     same(state(), before, f"state {state()} after exceptions left nested regions, was {before}")
     if not restores:  # the spec claims nothing: put the state back for the suite's leak check
-        restore(found)
+        restore_autocast(found)
 
 
 def test_unsupported_dtype(target: Target, lower: torch.dtype) -> None:

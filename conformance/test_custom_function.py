@@ -10,10 +10,10 @@ import pytest
 
 from conformance.assertions import assert_scenario
 from conformance.cases import Case
-from conformance.context_probe import require_autocast
 from conformance.custom_checks import custom_function_combination
+from conformance.sentinel import require_autocast
 from conformance.target import Target
-from reference_impl.samples import dtype_of
+from reference_impl.dtypes import dtype_of
 
 pytestmark = pytest.mark.real_tensors
 

@@ -22,7 +22,7 @@ from conformance.target import Target
 @pytest.mark.conformance_cases("functorch")
 def test_policy_under_transform(target: Target, case: Case) -> None:
     r = functorch_call(target, case)
-    gap = target.spec.ops[case.op].functorch_gaps.get(case.variant)
+    gap = target.spec.ops[case.op].functorch_gaps.get(case.kind)
     if gap and (r.error or r.observed[:1] != r.expected[:1]):
         pytest.xfail(f"declared functorch gap (op catalog functorch_gaps): {gap}")
     if r.reference_error:
@@ -30,7 +30,7 @@ def test_policy_under_transform(target: Target, case: Case) -> None:
     if r.error:
         fail(
             case,
-            f"the op raised under torch.{'vmap' if case.variant == 'vmap' else 'func.grad'} and autocast",
+            f"the op raised under torch.{'vmap' if case.kind == 'vmap' else 'func.grad'} and autocast",
             r.inputs,
             error=r.error,
             hint="a transform that cannot run the sample is declared in the op catalog's functorch_gaps",
@@ -38,7 +38,7 @@ def test_policy_under_transform(target: Target, case: Case) -> None:
     if r.observed[:1] != r.expected[:1]:
         fail(
             case,
-            f"output dtype under {case.variant} differs from the spec",
+            f"output dtype under {case.kind} differs from the spec",
             r.inputs,
             expected=", ".join(r.expected),
             observed=", ".join(r.observed),

@@ -26,7 +26,7 @@ from conformance.cases import Case, device_needed, numerics
 from conformance.checks import numerics_call, policy_call, tolerance
 from conformance.hypothesis_profiles import suite_settings
 from conformance.target import Target
-from reference_impl.samples import dtype_name, dtype_of
+from reference_impl.dtypes import dtype_name, dtype_of
 
 pytestmark = pytest.mark.hypothesis
 
@@ -60,9 +60,9 @@ def test_random_dtype_mixes(target: Target, lower: torch.dtype, request: pytest.
             base.op,
             base.op,
             base.sample,
-            "random",
-            mix,
-            seed,
+            kind="random",
+            mix=mix,
+            seed=seed,
         )
         if target.policy_only:
             r = policy_call(target, case, case.op)

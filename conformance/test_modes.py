@@ -16,11 +16,17 @@ from typing import Any
 import pytest
 import torch
 
-from conformance import mode_grads, modes, refusal
+from conformance import mode_grads, mode_state, mode_verdict, modes, refusal
+from conformance.cases import sentinel_op
+from conformance.deep_checks import rebuilt
 from conformance.known_bugs import judge
+from conformance.mode_run import run_in_mode
 from conformance.plugin import target_of
 from conformance.target import Target
-from reference_impl.samples import Materialized, dtype_of, materialize, output_tensors
+from reference_impl.compare import output_mismatch
+from reference_impl.dtypes import dtype_of
+from reference_impl.runtime import autocast_state_kept
+from reference_impl.samples import Materialized, materialize, output_tensors
 
 pytestmark = [pytest.mark.jit, pytest.mark.mode_check]
 
@@ -70,7 +76,7 @@ def _inputs(target: Target, op: str, dtype: str, inputs: str) -> Materialized:
 def _run(mode: str, target: Target, op: str, dtype: str, inputs: str, backend: str) -> Any:
     m = _inputs(target, op, dtype, inputs)
     try:
-        return modes.run_in_mode(
+        return run_in_mode(
             mode, op, m.args, m.kwargs, device=target.device, dtype=dtype_of(dtype), backend=backend
         )
     except Exception as exc:  # a mode's failure is an observation ("error")
@@ -95,37 +101,31 @@ def test_mode_matches_eager(
     if isinstance(eager, BaseException):
         _when_eager_raised(target, mode_case, eager)
     got = _run(mode, target, op, dtype, inputs, backend)
-    verdict = modes.judge(
+    verdict = mode_verdict.judge(
         mode,
         op,
         dtype,
         inputs,
-        modes.observed_label(eager),
-        modes.observed_label(got),
-        modes.find_divergence(target.spec, mode, op, dtype, inputs),
+        mode_verdict.observed_label(eager),
+        mode_verdict.observed_label(got),
+        mode_verdict.find_divergence(target.spec, mode, op, dtype, inputs),
     )
     if verdict.status == "declared":
-        pytest.xfail(f"{modes.DECLARED}{verdict.detail}")
+        pytest.xfail(f"{mode_verdict.DECLARED}{verdict.detail}")
     if not verdict.ok:
         error = f"\n  {mode} raised: {got!r}"[:400] if isinstance(got, BaseException) else ""
         pytest.fail(f"{verdict.detail}{error}\n  {_repro(mode, op, dtype, inputs)}", pytrace=False)
     info = target.spec.op_info(op)
     if isinstance(eager, BaseException) or info is None or info.nondeterministic:
         return
-    tol = info.tolerance.get(dtype) or target.spec.rules.default_tolerance[dtype]
-    for e, g in zip(output_tensors(eager), output_tensors(got), strict=True):
-        if e.is_floating_point() or e.is_complex():
-            torch.testing.assert_close(
-                g.cpu(),
-                e.cpu(),
-                atol=tol.atol,
-                rtol=tol.rtol,
-                equal_nan=True,
-                msg=lambda s: (
-                    f"{mode} {op} ({dtype}, {inputs} inputs) values differ from eager: {s}\n  "
-                    + _repro(mode, op, dtype, inputs)
-                ),
-            )
+    tol = target.spec.tolerance(op, dtype)
+    mismatch = output_mismatch(output_tensors(eager), output_tensors(got), tol, info.scratch_outputs)
+    if mismatch is not None:
+        pytest.fail(
+            f"{mode} {op} ({dtype}, {inputs} inputs) differs from eager: {mismatch}\n  "
+            + _repro(mode, op, dtype, inputs),
+            pytrace=False,
+        )
 
 
 def _when_eager_raised(target: Target, mode_case: tuple[str, str, str, str], eager: BaseException) -> None:
@@ -188,11 +188,26 @@ def test_mode_gradients_match_eager(
 ERRORS = ("shape", "runtime")
 
 
-def _raising_call(kind: str, dev: str) -> tuple[str, tuple[torch.Tensor, ...]]:
-    a = torch.rand(4, 4, device=dev)
-    if kind == "shape":
-        return "torch.mm", (a, torch.rand(3, 5, device=dev))  # mm(a, bad) raises inside the region
-    return "Tensor.__getitem__", (a, torch.tensor([99], device=dev))
+def _raising_call(target: Target, kind: str) -> tuple[str, Materialized]:
+    """A call that raises inside the region. ``shape``: the sentinel op (a lower_precision_fp op
+    of the spec taking two or more floating tensors, cases.sentinel_op) with its first sample,
+    its last floating tensor one larger in every dimension, so the shapes no longer fit.
+    ``runtime``: indexing a tensor out of range."""
+    dev = target.device
+    if kind == "runtime":
+        return "Tensor.__getitem__", Materialized(
+            (torch.rand(4, 4, device=dev), torch.tensor([99], device=dev)), {}
+        )
+    op = sentinel_op(target)
+    if op is None:
+        pytest.fail(
+            f"the {dev} spec lists no lower_precision_fp op with samples: no call to raise in", pytrace=False
+        )
+    m = materialize(target.spec.ops[op].samples[0], torch.float32, dev)
+    tensors = m.tensors()
+    last = max(i for i, t in enumerate(tensors) if t.is_floating_point())
+    tensors[last] = torch.rand([n + 1 for n in tensors[last].shape], device=dev)
+    return op, rebuilt(m, tensors)
 
 
 @pytest.mark.parametrize("error", ERRORS)
@@ -206,7 +221,7 @@ def test_exception_escaping_region_restores_state(
     if target.policy_only:
         pytest.skip("--policy-only: script/trace/compile need the backend's kernels")
     dev = target.device
-    fn, args = _raising_call(error, dev)
+    fn, m = _raising_call(target, error)
     # compile: the chosen backend, and Dynamo's own graph (backend "eager"): restoring the
     # state is Dynamo's job whatever the backend
     chosen = modes.compile_backend(request.config)
@@ -216,23 +231,23 @@ def test_exception_escaping_region_restores_state(
         for backend in (dict.fromkeys((chosen, "eager")) if mode == "compile" else (chosen,))
     ]
     for mode, backend in runs:
-        with modes.restored_state(dev):
+        with autocast_state_kept(dev):
             if outer == "float16":
                 torch.set_autocast_enabled(dev, True)
                 torch.set_autocast_dtype(dev, torch.float16)
-            before = modes.autocast_state(dev)
+            before = mode_state.autocast_state(dev)
             with pytest.raises(Exception):  # noqa: B017 - any error from the bad arguments
-                modes.run_in_mode(
-                    mode, fn, args, device=dev, dtype=dtype_of(target.dtypes[0]), backend=backend
+                run_in_mode(
+                    mode, fn, m.args, m.kwargs, device=dev, dtype=dtype_of(target.dtypes[0]), backend=backend
                 )
-            after = modes.autocast_state(dev)
+            after = mode_state.autocast_state(dev)
         where = f"{mode} (backend {backend})" if mode == "compile" else mode
 
         def report(
             why: str, where: str = where, mode: str = mode, before: object = before, after: object = after
         ) -> None:
             pytest.fail(
-                f"{where}: autocast state {modes.STATE_FIELDS} {before} -> {after} after an exception "
+                f"{where}: autocast state {mode_state.STATE_FIELDS} {before} -> {after} after an exception "
                 f"({error}) escaped the region\n  {why}\n"
                 f"  reproduce: pytest conformance --mode {mode} -k 'restores_state and {error}'",
                 pytrace=False,
@@ -240,5 +255,9 @@ def test_exception_escaping_region_restores_state(
 
         expected = "state as before"
         judge(
-            target, "modes.exception_state", expected, modes.state_change(before, after) or expected, report
+            target,
+            "modes.exception_state",
+            expected,
+            mode_state.state_change(before, after) or expected,
+            report,
         )

@@ -18,7 +18,7 @@ def test_op_policy(target: Target, case: Case) -> None:
 
 @pytest.mark.conformance_cases("entry_agreement")
 def test_torch_and_tensor_agree(target: Target, case: Case) -> None:
-    fn, method = case.entry, case.variant
+    fn, method = case.entry, case.method
     a = policy_call(target, case, fn)
     b = policy_call(target, case, method)
     if a.native.dtypes != b.native.dtypes or (a.native.error is None) != (b.native.error is None):

@@ -24,7 +24,7 @@ def test_promote_widest_argument(target: Target, case: Case) -> None:
     eligible input arrives below Autocast cast to it (output dtypes cannot show this for
     ops that promote by themselves)."""
     r = promote_arrival(target, case)
-    optional = case.variant.endswith("_optional")
+    optional = case.inputs.endswith("_optional")
     check = "promote.widest_in_optional_tensor" if optional else "promote.widest_in_tensor"
     judge(
         target,

@@ -24,14 +24,15 @@ from hypothesis.stateful import (
 
 from conformance.assertions import assert_scenario
 from conformance.cases import Case
-from conformance.context_probe import Probe, flat_tensors, require_autocast
 from conformance.hypothesis_profiles import suite_settings
 from conformance.known_bugs import cache_key
 from conformance.runner import make_inputs
 from conformance.semantic_cases import transition_pool
+from conformance.sentinel import Sentinel, flat_tensors, require_autocast
 from conformance.target import Target
 from conformance.transition_model import Frame, SpecModel
-from reference_impl.samples import Materialized, dtype_name, dtype_of
+from reference_impl.dtypes import dtype_name, dtype_of
+from reference_impl.samples import Materialized
 
 pytestmark = [pytest.mark.transitions, pytest.mark.hypothesis, pytest.mark.real_tensors]
 
@@ -136,13 +137,13 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
             m = self._input(index, grad)
             expected = self.model.expect(case.op, m)
             with target.tensors():
-                arrived = flat_tensors(Probe(target, case.op, m).arrived(torch.is_inference_mode_enabled()))
+                arrived = flat_tensors(
+                    Sentinel(target, case.op, m).arrived(torch.is_inference_mode_enabled())
+                )
             observed = self.model.observe(expected, arrived)
             what = "float32 leaves that require grad" if grad else "float32 tensors without grad"
             self.log.append(f"call {case.op} with {what}")
-            shown = Case(
-                "transitions", d, dtype_name(self.model.dtype), case.policy, case.op, variant="state"
-            )
+            shown = Case("transitions", d, dtype_name(self.model.dtype), case.policy, case.op, kind="state")
             assert_scenario(
                 shown,
                 "a call after these state changes received other tensors than the spec's model says",

@@ -16,8 +16,9 @@ from typing import Any
 import torch
 
 from autocast_spec.model import DeviceSpec, Spec
+from reference_impl.dtypes import dtype_name
 from reference_impl.policy import AutocastState, decide
-from reference_impl.samples import Materialized, dtype_name
+from reference_impl.samples import Materialized
 
 
 @dataclass

@@ -6,14 +6,21 @@ Shared by ``tests/test_op_catalog.py`` and ``autocast-spec validate --run-sample
 from __future__ import annotations
 
 import contextlib
-import warnings
-from collections.abc import Iterator
 
 import torch
 
 from autocast_spec.model import EntryPoint, OpInfo, Sample, Spec
 
-from .runtime import autograd_key_for, device_is_real, intercept, tensor_context
+from .dtypes import dtype_of
+from .runtime import (
+    Intercepted,
+    autograd_key_for,
+    device_is_real,
+    intercept,
+    quiet,
+    raw_autocast,
+    tensor_context,
+)
 from .samples import (
     call_entry_point,
     call_op,
@@ -39,13 +46,6 @@ def run_device_for(spec: Spec, op: str) -> str:
     return devs[0] if devs else "cpu"
 
 
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
 def sample_skip_reason(spec: Spec, op: str, device: str) -> str | None:
     """Why a sample of ``op`` cannot run on ``device`` here, from the spec's data."""
     info = spec.op_info(op)
@@ -62,8 +62,6 @@ def run_sample(
     """Call the op with the sample (floating inputs in ``dtype``), as the suite does:
     under autocast to ``autocast_dtype`` when given, so the kernel sees the dtypes
     the op's policy produces. FakeTensors where the device is absent."""
-    from .runtime import raw_autocast
-
     fake = not device_is_real(device)
     with quiet(), tensor_context(device, fake):
         m = materialize(sample, dtype, device)
@@ -75,16 +73,14 @@ def run_sample(
 
 
 def entry_point_reaches_op(spec: Spec, info: OpInfo, ep: EntryPoint, device: str, dispatch_key: str) -> bool:
-    """Calling ``ep`` reaches ``info.op`` right below Autocast (with autocast on)."""
-    from .runtime import Intercepted, raw_autocast
-
+    """Calling ``ep`` reaches ``info.op`` right below Autocast (with autocast on to the
+    device's default dtype)."""
     fake = not device_is_real(device)
     sample = entry_point_sample(ep, info.samples)
     with quiet(), tensor_context(device, fake):
         m = materialize(sample, torch.float32, device)
-        lower = torch.bfloat16 if device == "cpu" else torch.float16
         with (
-            raw_autocast(device, lower),
+            raw_autocast(device, dtype_of(spec.device(device).default_dtype)),
             intercept(info.op, autograd_key_for(dispatch_key)) as calls,
             contextlib.suppress(Intercepted),
         ):

@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
-from autocast_spec.model import Policy, Spec, Tolerance
+from autocast_spec.model import Policy, Spec
 
-from .policy import AutocastState, CastPlan, Path, decide, signature
+from .policy import AutocastState, CastPlan, decide
+from .signatures import Path, signature
 from .torch_registry import op_overload
 
 
@@ -128,63 +129,3 @@ def oracle_call(
     with autocast_excluded():
         a, k = apply_plan(plan, args, kwargs)
         return op_overload(plan.target_op)(*a, **k)
-
-
-# ---------------------------------------------------------------------------
-# Comparing an oracle result with a backend's
-# ---------------------------------------------------------------------------
-
-
-def _flatten(value: Any, prefix: str = "out") -> list[tuple[str, Any]]:
-    if isinstance(value, (list, tuple)):
-        out: list[tuple[str, Any]] = []
-        for i, v in enumerate(value):
-            out.extend(_flatten(v, f"{prefix}[{i}]"))
-        return out
-    return [(prefix, value)]
-
-
-def output_mismatch(
-    expected: Any, actual: Any, tolerance: Tolerance | None = None, scratch: Sequence[int] = ()
-) -> str | None:
-    """None when ``actual`` matches ``expected`` in structure, dtypes and values, else why not.
-
-    Without ``tolerance`` values must be bitwise equal (NaNs in the same places).
-    With one (ops the catalog marks ``nondeterministic``: the kernel itself does
-    not repeat bitwise), floating values must be within it and other outputs
-    (scratch workspaces, indices) are compared by dtype and shape only.
-    """
-    exp, act = _flatten(expected), _flatten(actual)
-    if [n for n, _ in exp] != [n for n, _ in act]:
-        return f"output structure differs: expected {len(exp)} values, got {len(act)}"
-    for index, ((name, e), (_, a)) in enumerate(zip(exp, act, strict=True)):
-        if isinstance(e, torch.Tensor) != isinstance(a, torch.Tensor):
-            return f"{name}: expected {type(e).__name__}, got {type(a).__name__}"
-        if not isinstance(e, torch.Tensor):
-            if e != a and not (e != e and a != a):  # NaN scalars compare unequal
-                return f"{name}: expected {e!r}, got {a!r}"
-            continue
-        if e.dtype != a.dtype:
-            return f"{name}: dtype expected {e.dtype}, got {a.dtype}"
-        if e.shape != a.shape:
-            return f"{name}: shape expected {tuple(e.shape)}, got {tuple(a.shape)}"
-        if index in scratch or (tolerance is not None and not (e.is_floating_point() or e.is_complex())):
-            continue
-        atol, rtol = (tolerance.atol, tolerance.rtol) if tolerance else (0.0, 0.0)
-        try:
-            torch.testing.assert_close(
-                a.detach().cpu(), e.detach().cpu(), atol=atol, rtol=rtol, equal_nan=True, check_device=False
-            )
-        except AssertionError as err:
-            first = str(err).strip().splitlines()
-            return f"{name}: values differ ({'; '.join(first[:4])})"
-    return None
-
-
-def tolerance_for(spec: Spec, op: str, dtype: torch.dtype) -> Tolerance:
-    """The op catalog's tolerance for ``op`` at ``dtype``, else the rules' default."""
-    name = str(dtype).removeprefix("torch.")
-    info = spec.op_info(op)
-    if info and name in info.tolerance:
-        return info.tolerance[name]
-    return spec.rules.default_tolerance[name]

@@ -31,13 +31,14 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import DeviceSpec, Policy, Spec
 
 from . import trace
+from .dtypes import dtype_name
+from .installed_spec import load_installed_spec
 from .oracle import BannedOpError, _get, _set, bind_all
-from .policy import AutocastState, CastPlan, Path, decide, signature
-from .samples import dtype_name
+from .policy import AutocastState, CastPlan, decide
+from .signatures import Path, signature
 from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload, split_op_name
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,7 +47,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 @functools.lru_cache(maxsize=1)
 def default_spec() -> Spec:
     """The bundled spec for the installed torch (loaded once)."""
-    return load_spec()
+    return load_installed_spec()
 
 
 # ---------------------------------------------------------------------------

@@ -18,33 +18,20 @@ from torch._subclasses.fake_tensor import is_fake
 
 from autocast_spec.model import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
 
+from .dtypes import dtype_of
 from .torch_registry import op_overload
 
-DTYPES: dict[str, torch.dtype] = {
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "int8": torch.int8,
-    "int16": torch.int16,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-    "complex64": torch.complex64,
-    "complex128": torch.complex128,
-}
-
-
-def dtype_of(name: str) -> torch.dtype:
-    try:
-        return DTYPES[name]
-    except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+__all__ = [
+    "Materialized",
+    "call_entry_point",
+    "call_op",
+    "entry_point_sample",
+    "first_tensor",
+    "make_tensor",
+    "materialize",
+    "output_tensors",
+    "resolve_entry_point",
+]
 
 
 def _values(arg: TensorArg, gen: torch.Generator) -> torch.Tensor:

@@ -6,6 +6,7 @@ import functools
 
 import torch
 
+from autocast_spec.versions import TorchFacts
 from autocast_spec.versions import parse_release as parse_release  # re-exported for the CLI modules
 
 
@@ -23,6 +24,11 @@ def build_features() -> frozenset[str]:
 def all_op_names() -> frozenset[str]:
     """Every operator overload the dispatcher knows, e.g. ``aten::mm``, ``aten::add.Tensor``."""
     return frozenset(torch._C._dispatch_get_all_op_names())
+
+
+def installed_torch() -> TorchFacts:
+    """The installed torch as the spec loader sees it: release, build features, operator names."""
+    return TorchFacts(installed_torch_version(), build_features(), all_op_names())
 
 
 def op_exists(op: str) -> bool:

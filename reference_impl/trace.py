@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .dtypes import dtype_name
+
 
 @dataclass(frozen=True)
 class CastRecord:
@@ -41,7 +43,7 @@ class CastRecord:
 
 
 def _short(dtype: torch.dtype | None) -> str:
-    return "-" if dtype is None else str(dtype).removeprefix("torch.")
+    return "-" if dtype is None else dtype_name(dtype)
 
 
 class CastLog:

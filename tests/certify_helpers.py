@@ -51,7 +51,7 @@ def run(cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None, tim
 
 
 def verify(bundle: Path, cwd: Path, env: Mapping[str, str] | None = None) -> Run:
-    cmd = [sys.executable, "-m", "reference_impl.cli.main", "verify-bundle", str(bundle)]
+    cmd = [sys.executable, "-m", "conformance.cli", "verify-bundle", str(bundle)]
     return run(cmd, cwd, env, timeout=900)
 
 

@@ -4,15 +4,15 @@ import warnings
 
 import pytest
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import Spec
+from reference_impl.installed_spec import load_installed_spec
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
 
 @pytest.fixture(scope="session")
 def spec() -> Spec:
-    return load_spec()
+    return load_installed_spec()
 
 
 # ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from suite_runs import outcomes, run_suite, summary
 
-from conformance.cases import probe_op
+from conformance.cases import sentinel_op
 from conformance.target import Options, resolve_target
 
 
@@ -82,7 +82,7 @@ _LIB.impl("{qualified}", _no_cast, "AutocastCPU")
 
 def test_suite_is_not_vacuous(tmp_path: Path) -> None:
     target = resolve_target(Options("cpu", None, (), None, False))
-    op = probe_op(target)
+    op = sentinel_op(target)
     assert op is not None
     ns, rest = op.split("::")
     name, _, overload = rest.partition(".")

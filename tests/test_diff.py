@@ -9,15 +9,12 @@ from typing import Any
 
 import pytest
 
-from autocast_spec.loader import (
-    bundled_spec_dir,
-    device_torch_ranges,
-    load_spec,
-    nearest_covered_version,
-)
+from autocast_spec.files import bundled_spec_dir, device_torch_ranges
 from autocast_spec.model import Spec
+from autocast_spec.versions import nearest_covered_version
+from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.probe import bundled, device_spec
 from reference_impl.probe.observe import DeviceObservation
 
@@ -172,7 +169,7 @@ def test_probe_side_borrows_from_the_nearest_covered_spec(
     assert near is not None
     found = bundled.bundled_device("cuda")
     assert found is not None and found.torch_version == near
-    assert found.spec == load_spec(torch_version=near, check_registry=False).devices["cuda"]
+    assert found.spec == load_installed_spec(torch_version=near, check_registry=False).devices["cuda"]
     assert f"torch {near}" in found.source and "2.99.0" in found.source
     # CUDA's dtype rules cannot be observed without a GPU: they come from that release's spec
     assert main(["diff", f"cuda@{near}", "probe:cuda", "--format", "json"]) == 0

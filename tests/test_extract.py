@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from autocast_spec.model import Policy, Spec
+from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
 from reference_impl.extract.api import extract
 from reference_impl.extract.conditions import evaluate
 from reference_impl.extract.lexer import spell, tokenize

@@ -7,9 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
-from autocast_spec.model import Divergence, Spec
-from conformance import jit_scenarios, modes
+from autocast_spec.model import Divergence, OpPolicy, Policy, Spec, frozen_map
+from conformance import jit_core, jit_scenarios, mode_run, mode_verdict
 from reference_impl.cli.list_cmd import device_listing
 from reference_impl.cli.readme_tables import END, START, extract_block, jit_block
 
@@ -80,18 +81,21 @@ DECL = Divergence("aten::mm", "bfloat16", "float32", "test", "float32")
     ],
 )
 def test_judge(eager: str, observed: str, declared: Divergence | None, status: str) -> None:
-    verdict = modes.judge("script", "aten::mm", "bfloat16", "float32", eager, observed, declared)
+    verdict = mode_verdict.judge("script", "aten::mm", "bfloat16", "float32", eager, observed, declared)
     assert verdict.status == status, verdict.detail
 
 
 @pytest.mark.parametrize(("observed", "status"), [("float32", "declared"), ("error", "undeclared")])
 def test_judge_shows_the_condition_a_divergence_depends_on(observed: str, status: str) -> None:
     declared = replace(DECL, condition="the host CPU has AVX-512")
-    verdict = modes.judge("compile", "aten::mm", "bfloat16", "float32", "bfloat16", observed, declared)
+    verdict = mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "bfloat16", observed, declared)
     assert verdict.status == status and "condition: the host CPU has AVX-512" in verdict.detail, verdict
-    stale = modes.judge("compile", "aten::mm", "bfloat16", "float32", "error", "error", declared)
+    stale = mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "error", "error", declared)
     assert stale.status == "stale" and "the host CPU has AVX-512" in stale.detail, stale
-    assert "condition" not in modes.judge("compile", "aten::mm", "bfloat16", "float32", "b", "f", DECL).detail
+    assert (
+        "condition"
+        not in mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "b", "f", DECL).detail
+    )
 
 
 def test_declared_conditions_load(spec: Spec) -> None:
@@ -101,23 +105,21 @@ def test_declared_conditions_load(spec: Spec) -> None:
 
 
 def test_classify_outcomes() -> None:
-    c = jit_scenarios.classify
-    assert c({"x": "bfloat16"}, {"x": "bfloat16"}, {"x": "float32"}).outcome == "works"
-    assert c({"x": "float32"}, {"x": "bfloat16"}, {"x": "float32"}).outcome == "ignored"
+    c = jit_core.classify
+    assert c((("x", "bfloat16"),), (("x", "bfloat16"),), (("x", "float32"),)).outcome == "works"
+    assert c((("x", "float32"),), (("x", "bfloat16"),), (("x", "float32"),)).outcome == "ignored"
     d = c(
-        {"x": "float32", "y": "bfloat16"},
-        {"x": "bfloat16", "y": "bfloat16"},
-        {"x": "float32", "y": "float32"},
+        (("x", "float32"), ("x", "bfloat16")),
+        (("x", "bfloat16"), ("x", "bfloat16")),
+        (("x", "float32"), ("x", "float32")),
     )
     assert d.outcome == "differs" and d.differs == (("x", "float32"),)
 
 
 def test_script_source_renders_constants() -> None:
-    import torch
-
-    src = modes.script_source(
+    src = mode_run.script_source(
         "aten::sum.dim_IntList",
-        (modes._Slot((0,), False), [0], False),
+        (mode_run.Slot((0,), False), [0], False),
         {"dtype": torch.float32},
         1,
         "cpu",
@@ -125,3 +127,66 @@ def test_script_source_renders_constants() -> None:
     )
     assert "torch.ops.aten.sum(t0, [0], False, dtype=torch.float32)" in src
     assert "torch.autocast(device_type='cpu', dtype=torch.bfloat16)" in src
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (Policy.LOWER_PRECISION_FP, "bfloat16"),
+        (Policy.FP32, "float32"),
+        (Policy.FP32_SET_OPT_DTYPE, "float32"),
+        (Policy.FP32_APPEND_DTYPE, "float32"),
+        (Policy.PROMOTE, "float16"),
+        (Policy.BANNED, "error"),
+        (None, "float16"),
+    ],
+)
+def test_policy_dtype(policy: Policy | None, expected: str) -> None:
+    assert jit_core.policy_dtype(policy, "float16", "bfloat16") == expected
+
+
+def _setting(spec: Spec, lim_id: str) -> jit_core.Setting:
+    return jit_core.Setting(next(lim for lim in spec.limitations if lim.id == lim_id), spec)
+
+
+def _with_cpu_policy(spec: Spec, op: str, policy: Policy) -> Spec:
+    cpu = spec.device("cpu")
+    ops = dict(cpu.ops)
+    ops[op] = OpPolicy(op, policy, ops[op].loc)
+    return replace(spec, devices=frozen_map({**spec.devices, "cpu": replace(cpu, ops=frozen_map(ops))}))
+
+
+def test_dropped_region_baseline_follows_the_cpu_policy(spec: Spec) -> None:
+    """Under an outer autocast, an observed op's baseline is its cpu policy's dtype: change
+    the policy in the spec and the baseline follows."""
+    ctx = _setting(spec, "script-autocast-false-under-eager-autocast")
+    (op,) = ctx.ops
+    assert ctx.under_outer_autocast(torch.float32) == ((op, "bfloat16"),)
+    changed = _setting(_with_cpu_policy(spec, op, Policy.FP32), ctx.limitation.id)
+    assert changed.under_outer_autocast(torch.float32) == ((op, "float32"),)
+    assert ctx.without_region(torch.float32) == ((op, "float32"),)
+
+
+def test_outputs_are_labelled_by_observes(spec: Spec) -> None:
+    ctx = _setting(spec, "script-region-basic")
+    x = torch.ones(2, dtype=torch.bfloat16)
+    assert ctx.outputs((x, x.float())) == tuple(zip(ctx.ops, ("bfloat16", "float32"), strict=True))
+    with pytest.raises(jit_core.ScenarioBug, match="observes lists 2 ops"):
+        ctx.outputs(x)
+
+
+def test_scenario_without_observes_cannot_label(spec: Spec) -> None:
+    lim = next(lim for lim in spec.limitations if lim.id == "script-region-basic")
+    ctx = jit_core.Setting(replace(lim, observes=()), spec)
+    with pytest.raises(jit_core.ScenarioBug, match="names no ops"):
+        ctx.outputs(torch.ones(2))
+
+
+def test_unused_observes_fail(spec: Spec) -> None:
+    """An entry listing ops its scenario never reports does not fit: run() says so."""
+    lims = tuple(
+        replace(lim, observes=("aten::mm",)) if lim.id == "script-decorator-on-callee" else lim
+        for lim in spec.limitations
+    )
+    with pytest.raises(jit_core.ScenarioBug, match="reports no op outputs"):
+        jit_scenarios.run("script-decorator-on-callee", replace(spec, limitations=lims))

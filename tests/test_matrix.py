@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autocast_spec.model import Policy, Spec
-from reference_impl.cli.main import main
+from conformance.cli import main
 from reference_impl.matrix import POLICY_COLOURS, build_matrix, to_html, to_markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))

@@ -18,8 +18,8 @@ import pytest
 import torch
 from suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary, with_tests_on_path
 
-from autocast_spec.loader import load_spec
 from autocast_spec.versions import nearest_covered_version
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.torch_registry import autocast_registrations, op_exists
 
 SIMULATED = "2.99.0"
@@ -28,14 +28,14 @@ ENV = with_tests_on_path({"SIMULATED_TORCH_VERSION": SIMULATED})
 
 @pytest.fixture(scope="module")
 def nearest() -> str:
-    ranges = {ds.torch_versions for ds in load_spec().devices.values()}
+    ranges = {ds.torch_versions for ds in load_installed_spec().devices.values()}
     near = nearest_covered_version(ranges, SIMULATED)
     assert near is not None
     return near
 
 
 def test_runs_against_the_nearest_covered_spec(tmp_path: Path, nearest: str) -> None:
-    cpu = load_spec(torch_version=nearest, check_registry=False).devices["cpu"]
+    cpu = load_installed_spec(torch_version=nearest, check_registry=False).devices["cpu"]
     absent = sorted(op for op in cpu.ops if not op_exists(op))
     unknown = sorted(autocast_registrations(cpu.dispatch_key) - set(cpu.ops))
     if not (absent or unknown):
@@ -74,7 +74,7 @@ def test_a_probed_spec_runs_as_it_comes(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import simulate_torch_version, sys; from reference_impl.cli.main import main; "
+            "import simulate_torch_version, sys; from conformance.cli import main; "
             f"sys.exit(main(['probe', '--device', 'cpu', '-o', {str(probed)!r}]))",
         ],
         cwd=ROOT,

@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 import torch
 
-from autocast_spec.loader import load_spec
-from reference_impl.oracle import oracle_call, output_mismatch, tolerance_for
+from reference_impl.compare import output_mismatch
+from reference_impl.dtypes import dtype_name, dtype_of
+from reference_impl.installed_spec import load_installed_spec
+from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState
-from reference_impl.samples import dtype_name, dtype_of, materialize, op_overload
+from reference_impl.samples import materialize, op_overload
 
-SPEC = load_spec()
+SPEC = load_installed_spec()
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
@@ -57,10 +59,11 @@ def _run(fn: Any) -> tuple[Any, BaseException | None]:
 
 def repro(device: str, op: str, index: int, dtype: str, inputs: str) -> str:
     return (
-        'python -c "import torch; from autocast_spec.loader import load_spec; '
+        'python -c "import torch; from reference_impl.installed_spec import load_installed_spec; '
         "from reference_impl.samples import materialize, op_overload, dtype_of; "
         "from reference_impl.oracle import oracle_call; from reference_impl.policy import AutocastState; "
-        f"s=load_spec(); m=materialize(s.ops['{op}'].samples[{index}], dtype_of('{inputs}'), '{device}'); "
+        f"s=load_installed_spec(); "
+        f"m=materialize(s.ops['{op}'].samples[{index}], dtype_of('{inputs}'), '{device}'); "
         f"st=AutocastState('{device}', dtype_of('{dtype}')); "
         f"print(oracle_call(s, st, '{op}', m.args, m.kwargs)); "
         f"ac=torch.autocast('{device}', dtype=st.dtype); ac.__enter__(); "
@@ -91,7 +94,7 @@ def test_oracle_equals_native_bitwise(device: str, op: str, index: int, dtype: s
             f"error messages differ: native {native_err}, oracle {oracle_err}{how}"
         )
         return
-    tolerance = tolerance_for(SPEC, op, lower) if info.nondeterministic else None
+    tolerance = SPEC.tolerance(op, dtype_name(lower)) if info.nondeterministic else None
     problem = output_mismatch(expected, actual, tolerance, info.scratch_outputs)
     assert problem is None, f"{op} {dtype_name(lower)} inputs {inputs}: {problem}{how}"
 

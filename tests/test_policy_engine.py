@@ -14,20 +14,21 @@ from typing import Any
 import pytest
 import torch
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import DeviceSpec, Policy
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.oracle import BannedOpError, apply_plan
-from reference_impl.policy import AutocastState, CastPlan, SlotKind, decide, signature
+from reference_impl.policy import AutocastState, CastPlan, decide
 from reference_impl.samples import materialize
+from reference_impl.signatures import SlotKind, signature
 from reference_impl.torch_registry import inplace_variant, out_variant
 
-SPEC = load_spec()
+SPEC = load_installed_spec()
 RULES = SPEC.rules
 BF16 = AutocastState("cpu", torch.bfloat16)
 
 
 def as_cpu(device: str) -> DeviceSpec:
-    return dataclasses.replace(SPEC.device(device), device="cpu")
+    return SPEC.device(device).renamed("cpu")
 
 
 def pick(policy: Policy, where: DeviceSpec, pred: Callable[[str], bool] = lambda op: True) -> str:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import Spec
+from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.main import main
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.probe.device_spec import probe_device, probed_yaml
 from reference_impl.specdiff_render import to_markdown
 
@@ -32,7 +32,7 @@ def test_probe_yaml_validates_and_round_trips(spec: Spec, device: str, tmp_path:
     probed = probe_device(device, spec.devices[device])
     out = tmp_path / f"{device}.yaml"
     out.write_text(probed_yaml(probed), encoding="utf-8")
-    loaded = load_spec([out])  # a flat device file overlaid on the bundled spec
+    loaded = load_installed_spec([out])  # a flat device file overlaid on the bundled spec
     assert loaded.devices[device].policy_table() == spec.devices[device].policy_table()
     assert main(["diff", str(out), device, "--exit-code"]) == 0
 
@@ -44,11 +44,11 @@ def test_maia_policies_are_marked_as_not_observed(spec: Spec) -> None:
     assert "NOT OBSERVED" in probed_yaml(probed)
 
 
-def test_probe_cli_json_and_policy_only(capsys: pytest.CaptureFixture[str], spec: Spec) -> None:
+def test_probe_cli_json_and_table(capsys: pytest.CaptureFixture[str], spec: Spec) -> None:
     assert main(["probe", "--device", "cpu", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["device"] == "cpu" and data["default_dtype"] == spec.devices["cpu"].default_dtype
-    assert main(["probe", "--device", "cpu", "--policy-only", "--format", "json"]) == 0
+    assert main(["probe", "--device", "cpu", "--table", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == spec.devices["cpu"].policy_table()
 
 
@@ -57,3 +57,9 @@ def test_probe_bad_device_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],
     assert main(["probe", "--device", device]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --device") and "\n" not in err, err
+
+
+def test_probe_policy_only_names_its_new_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["probe", "--device", "cpu", "--policy-only"]) == 2
+    err = capsys.readouterr().err
+    assert "--table" in err and "Traceback" not in err, err

@@ -1,6 +1,6 @@
 """Real-bug corpus: publicly reported autocast bugs replayed, and the suite measured against them.
 
-For each entry of tests/realbugs/corpus.yaml: its probe must show the deviation (a replay
+For each entry of tests/realbugs/corpus.yaml: its witness must show the deviation (a replay
 that changes nothing is an error, not a catch), its suite selection must pass without
 the replay (one run per distinct selection), and with the replay it must fail as the
 entry's transitional ``expected`` says; a caught bug the installed torch still has is
@@ -18,15 +18,15 @@ from dataclasses import replace
 import pytest
 from realbugs.corpus import CATEGORIES, ENTRIES, Entry, check_corpus
 from realbugs.harness import (
-    Probe,
+    Witness,
     cell,
     deviation_problem,
     evaluate,
-    probe,
     readme_table_rows,
     reported,
     run,
     selections,
+    witness,
 )
 from suite_runs import SuiteRun, short
 
@@ -55,16 +55,16 @@ def test_readme_table_matches_corpus() -> None:
 
 
 def test_noop_replay_is_an_error() -> None:
-    """A replay the probe cannot tell from torch is an error, even when the suite run fails."""
+    """A replay the witness cannot tell from torch is an error, even when the suite run fails."""
     entry = next(e for e in ENTRIES if e.kind == "replay")
-    same = Probe(clean="bfloat16", replayed="bfloat16")
+    same = Witness(clean="bfloat16", replayed="bfloat16")
     assert "changes nothing" in (deviation_problem(entry, same) or "")
     passed = SuiteRun(entry.selection, None, 0, {"t": "passed"}, "")
     failed = SuiteRun(entry.selection, entry.id, 1, {"t": "failure"}, "")
     assert evaluate(entry, same, passed, failed).status == "error"
-    assert evaluate(entry, Probe("bfloat16", "float32"), passed, failed).status == "caught"
+    assert evaluate(entry, Witness("bfloat16", "float32"), passed, failed).status == "caught"
     gone = replace(next(e for e in ENTRIES if e.kind == "present"), present="what torch used to show")
-    assert "no longer shows it" in (deviation_problem(gone, Probe(clean="fixed")) or "")
+    assert "no longer shows it" in (deviation_problem(gone, Witness(clean="fixed")) or "")
 
 
 @pytest.mark.parametrize("selection", selections(ENTRIES), ids=lambda s: " ".join(s))
@@ -77,7 +77,7 @@ def test_clean_selection_passes(selection: tuple[str, ...]) -> None:
 def test_real_bug(entry: Entry) -> None:
     if entry.kind == "uncatchable":
         pytest.xfail(f"uncatchable: {entry.uncatchable}")
-    p = probe(entry)
+    p = witness(entry)
     problem = deviation_problem(entry, p)
     assert problem is None, f"{entry.id}: {problem}"
     if entry.kind == "present":
@@ -109,7 +109,7 @@ def test_present_entry_is_caught_only_through_its_known_bug() -> None:
     """A bug the installed torch has counts as caught when the clean run reports its declared
     known bug as an xfail; a pass, another known bug's xfail or a plain skip is a miss."""
     entry = next(e for e in ENTRIES if e.kind == "present" and e.known_bug)
-    p = Probe(clean=entry.present)
+    p = Witness(clean=entry.present)
     t = "conformance/test_x.py::test_x[a]"
     mine = f"known bug {entry.known_bug} (https://github.com/x/y/issues/1): why"
     for reasons, status in (

@@ -15,7 +15,8 @@ import torch
 
 import reference_impl
 from autocast_spec.model import Policy
-from reference_impl.oracle import output_mismatch, tolerance_for
+from reference_impl.compare import output_mismatch
+from reference_impl.dtypes import dtype_name
 from reference_impl.reference_autocast import default_spec, registered
 from reference_impl.samples import materialize, op_overload
 
@@ -72,7 +73,7 @@ def test_reference_region_equals_native(op: str, index: int, dtype: str) -> None
     info = SPEC.ops[op]
     lower = getattr(torch, dtype)
     # Kernels the catalog marks nondeterministic do not repeat bitwise: compare within tolerance.
-    tolerance = tolerance_for(SPEC, op, lower) if info.nondeterministic else None
+    tolerance = SPEC.tolerance(op, dtype_name(lower)) if info.nondeterministic else None
     results = []
     for region in (torch.autocast, reference_impl.autocast):
         m = materialize(info.samples[index], torch.float32, "cpu")

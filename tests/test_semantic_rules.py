@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 import torch
 
-from autocast_spec.loader import bundled_spec_dir, load_spec
+from autocast_spec.files import bundled_spec_dir
 from autocast_spec.problems import SpecError
 from conformance import registry, semantic_cases, test_context, test_transitions
 from conformance.cases import Case, eligibility
 from conformance.custom_checks import custom_function_combination
 from conformance.semantic_checks import cache_scenario, thread_scenario
 from conformance.target import Options, Target, resolve_target
+from reference_impl.installed_spec import load_installed_spec
+from reference_impl.runtime import autocast_state_kept
 
 DTYPE = "bfloat16"
 
@@ -41,7 +43,7 @@ def with_rules(t: Target, part: str | None = None, **changes: Any) -> Target:
 
 
 def _cache_case(t: Target, kind: str) -> Case:
-    return next(c for c in semantic_cases.cache(t) if c.variant == kind)
+    return next(c for c in semantic_cases.cache(t) if c.kind == kind)
 
 
 @pytest.mark.parametrize(
@@ -72,13 +74,13 @@ def test_cache_policies_drive_the_ops(cpu: Target) -> None:
 
 @pytest.mark.parametrize(("knob", "value"), [("thread_local", False), ("new_thread_enabled", True)])
 def test_thread_knobs_change_expectation(cpu: Target, knob: str, value: bool) -> None:
-    case = Case("threads", "cpu", DTYPE, variant="parent_inside-enabled")
+    case = Case("threads", "cpu", DTYPE, kind="parent_inside-enabled")
     assert thread_scenario(cpu, case).expected is False
     assert thread_scenario(with_rules(cpu, "context", **{knob: value}), case).expected is True
 
 
 def _kinds(t: Target) -> set[str]:
-    return {c.variant for c in eligibility(t)}
+    return {c.kind for c in eligibility(t)}
 
 
 @pytest.mark.parametrize(
@@ -98,7 +100,7 @@ def test_eligibility_knobs_drive_the_variants(
 
 
 def test_eligibility_rules_drive_custom_fwd(cpu: Target) -> None:
-    case = Case("custom_function", "cpu", DTYPE, variant="inside-cast_float32-float64")
+    case = Case("custom_function", "cpu", DTYPE, kind="inside-cast_float32-float64")
     assert custom_function_combination(cpu, case).expected["fwd_input"] == "float64"
     relaxed = with_rules(cpu, "eligibility", never_cast=())
     assert custom_function_combination(relaxed, case).expected["fwd_input"] == "float32"
@@ -132,16 +134,12 @@ class _KeepsStateOnException:
 def test_exception_knob_decides_the_check(cpu: Target, restores: bool) -> None:
     t = with_rules(cpu, "context", exception_restores_state=restores)
     stand_in = type("T", (), {"device": "cpu", "spec": t.spec, "autocast_impl": _KeepsStateOnException})()
-    before = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
-    try:
+    with autocast_state_kept("cpu"):
         if restores:
             with pytest.raises(AssertionError, match="after an exception"):
                 test_context.test_exception_restores_state(stand_in, torch.bfloat16)  # type: ignore[arg-type]
         else:
             test_context.test_exception_restores_state(stand_in, torch.bfloat16)  # type: ignore[arg-type]
-    finally:
-        torch.set_autocast_enabled("cpu", before[0])
-        torch.set_autocast_dtype("cpu", before[1])
 
 
 def _steps(t: Target, steps: list[tuple[str, dict[str, Any]]]) -> None:
@@ -214,11 +212,11 @@ def test_mandatory_core_names_are_checked(tmp_path: Path) -> None:
     rules = spec / "rules.yaml"
     rules.write_text(rules.read_text().replace("mandatory_core: [", "mandatory_core: [contxt, "))
     with pytest.raises(SpecError) as e:
-        load_spec([spec], categories=registry.mandatory_able())
+        load_installed_spec([spec], categories=registry.mandatory_able())
     (problem,) = e.value.problems
     assert problem.file.endswith("rules.yaml") and problem.line > 0
     assert "'contxt' is not a test category" in problem.message and "did you mean context" in problem.message
-    load_spec([spec])  # without the registry the loader cannot know the names
+    load_installed_spec([spec])  # without the registry the loader cannot know the names
 
 
 def test_new_thread_sees_defaults_natively() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_impl.cli.main import main
+from conformance.cli import main
 
 VENDOR_HEADER = """\
 kind: device

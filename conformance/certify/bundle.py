@@ -11,29 +11,27 @@ Layout of DIR::
     summary.md           counts per category and per policy
     expectations.yaml    a copy of the expectations file (when one was given)
     spec/N/...           copies of the spec files given with --spec
-    logs/                worker event files and output
+    logs/                each xdist worker's log: the tests it started, what ended a lost one
     manifest.json        sha256 of every file above
 
-Writing is in :func:`write_bundle`; the checks of a bundle are pure functions
-(:func:`check_bundle`) over what was read.
+This module names the files, writes and renders them, and reads them back; the
+run that fills them is :mod:`.recorder`, the checks over what was read are
+:mod:`.verdict` and :mod:`.verify`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import shutil
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from .expectations import FAILING, STATUSES, Expectations
-from .host import host_cpu
+from .expectations import FAILING, STATUSES
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -67,15 +65,6 @@ class TestResult:
     detail: str = ""  # failure text (truncated)
 
 
-@dataclass
-class CollectedTest:
-    id: str
-    category: str | None = None
-    policy: str | None = None
-    op: str | None = None
-    dtype: str | None = None
-
-
 # ---------------------------------------------------------------------------
 # Directory handling
 # ---------------------------------------------------------------------------
@@ -97,6 +86,21 @@ def prepare_dir(path: Path, overwrite: bool) -> None:
             else:
                 child.unlink()
     path.mkdir(parents=True, exist_ok=True)
+
+
+class JsonlWriter:
+    """Append-only JSON lines, flushed after each line: a crash loses nothing already written."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = path.open("a", encoding="utf-8")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self._f.write(json.dumps(record, sort_keys=True) + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
 
 
 def sha256_file(path: Path) -> str:
@@ -135,51 +139,6 @@ def copy_spec_files(paths: Sequence[str], dest: Path) -> list[str]:
             shutil.copyfile(src, target / src.name)
             out.append((target / src.name).as_posix())
     return out
-
-
-# ---------------------------------------------------------------------------
-# Environment
-# ---------------------------------------------------------------------------
-
-
-def environment(device: str | None) -> dict[str, Any]:
-    import torch
-
-    env: dict[str, Any] = {
-        "python": sys.version.split()[0],
-        "python_implementation": platform.python_implementation(),
-        "os": platform.platform(),
-        "machine": platform.machine(),
-        "torch": {
-            "version": torch.__version__,
-            "git_version": getattr(torch.version, "git_version", None),
-            "cuda": getattr(torch.version, "cuda", None),
-            "hip": getattr(torch.version, "hip", None),
-            "debug": bool(getattr(torch.version, "debug", False)),
-            "build_config": _safe(lambda: torch.__config__.show()),
-        },
-        "device": {"type": device},
-        "host_cpu": host_cpu(lambda: torch.backends.cpu.get_cpu_capability()),
-    }
-    if device:
-        mod: Any = getattr(torch, device, None)
-        info = env["device"]
-        info["available"] = _safe(lambda: bool(mod.is_available())) if mod is not None else False
-        if info["available"] is True:
-            info["count"] = _safe(lambda: int(mod.device_count()))
-            info["name"] = _safe(lambda: str(mod.get_device_name(0)))
-            info["capability"] = _safe(lambda: list(mod.get_device_capability(0)))
-        if device == "cuda":
-            info["driver"] = _safe(lambda: torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
-        info["privateuse1_backend"] = _safe(lambda: torch._C._get_privateuse1_backend_name())
-    return env
-
-
-def _safe(fn: Any) -> Any:
-    try:
-        return fn()
-    except Exception as e:  # what a backend lacks is reported, never fatal
-        return f"unavailable ({type(e).__name__})"
 
 
 # ---------------------------------------------------------------------------
@@ -278,83 +237,8 @@ def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> st
 
 
 # ---------------------------------------------------------------------------
-# Verdict (shared by the certification run and verify-bundle)
+# Reading
 # ---------------------------------------------------------------------------
-
-
-@dataclass
-class Verdict:
-    conformant: bool
-    reasons: list[str] = field(default_factory=list)  # why not (or the caveats when conformant)
-
-
-def results_verdict(results: Sequence[TestResult], mandatory: Iterable[str]) -> Verdict:
-    """Conformant when nothing failed and every mandatory-core test passed."""
-    core = set(mandatory)
-    reasons = []
-    c = counts(results)
-    bad = {s: c[s] for s in STATUSES if s in FAILING and c[s]}
-    if bad:
-        reasons.append("not passing: " + ", ".join(f"{n} {s}" for s, n in bad.items()))
-    not_passed_core = [r for r in results if r.category in core and r.status != "pass"]
-    if not_passed_core:
-        r = not_passed_core[0]
-        reasons.append(
-            f"{len(not_passed_core)} mandatory-core test(s) did not pass (e.g. {r.id}: {r.status})"
-        )
-    if not results:
-        reasons.append("no tests ran")
-    return Verdict(not reasons, reasons)
-
-
-def expectation_consistency(
-    results: Sequence[TestResult], exp: Expectations, device: str | None
-) -> list[str]:
-    """Declared statuses that no entry of the expectations file accounts for."""
-    kinds = {"waived": "waiver", "xfail": "xfail", "not-supported": "not-supported"}
-    problems = []
-    for r in results:
-        kind = kinds.get(r.status)
-        if kind is None:
-            continue
-        entry = exp.for_test(r.id, device)
-        if entry is None or entry.status != kind:
-            if r.status == "xfail" and entry is None and r.note == "suite xfail":
-                continue
-            problems.append(f"{r.id}: status {r.status} but no {kind} entry of the expectations covers it")
-    return problems
-
-
-def check_ids(
-    results: Sequence[TestResult], collected: Sequence[str], regenerated: Sequence[str] | None
-) -> list[str]:
-    """Every test present exactly once, and the same list as collected (and regenerated)."""
-    problems = []
-    seen = Counter(r.id for r in results)
-    dups = sorted(i for i, n in seen.items() if n > 1)
-    if dups:
-        problems.append(f"{len(dups)} test(s) appear more than once in the results (e.g. {dups[0]})")
-    cdups = sorted(i for i, n in Counter(collected).items() if n > 1)
-    if cdups:
-        problems.append(f"{len(cdups)} test id(s) appear more than once in {COLLECTED} (e.g. {cdups[0]})")
-    for name, ids in (("collected at certification", collected), ("generated by the spec", regenerated)):
-        if ids is None:
-            continue
-        want = set(ids)
-        missing = sorted(want - set(seen))
-        extra = sorted(set(seen) - want)
-        if missing:
-            problems.append(f"{len(missing)} test(s) {name} have no result (e.g. {missing[0]})")
-        if extra:
-            problems.append(f"{len(extra)} result(s) are for tests not {name} (e.g. {extra[0]})")
-    return problems
-
-
-def bad_statuses(results: Sequence[TestResult]) -> list[str]:
-    odd = sorted({r.status for r in results if r.status not in STATUSES})
-    if odd:
-        return [f"unknown status(es) {', '.join(map(repr, odd))}; allowed: {', '.join(STATUSES)}"]
-    return []
 
 
 def manifest_problems(root: Path) -> list[str]:
@@ -371,11 +255,6 @@ def manifest_problems(root: Path) -> list[str]:
     for rel in sorted(present - set(listed)):
         problems.append(f"{rel}: not listed in {MANIFEST} (added after certification)")
     return problems
-
-
-def mandatory_categories_by_id(tests: Iterable[CollectedTest], mandatory: Iterable[str]) -> set[str]:
-    core = set(mandatory)
-    return {t.id for t in tests if t.category in core}
 
 
 def result_from_dict(d: Mapping[str, Any]) -> TestResult:

@@ -4,12 +4,11 @@ The file is YAML (read by the project's only YAML reader,
 :mod:`autocast_spec.yaml_source`) validated against
 ``expectations.schema.json``; every problem carries its file and line. The
 decisions (which entry applies to a test, what status a test outcome gets) are
-pure functions here; the pytest hooks in :mod:`.plugin` call them.
+pure functions here; the pytest hooks in :mod:`.outcomes` call them.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,8 +18,9 @@ from typing import Any
 
 import jsonschema
 
-from autocast_spec.loader import bundled_spec_dir
+from autocast_spec.files import bundled_spec_dir
 from autocast_spec.problems import SpecError, SpecProblem
+from autocast_spec.schema import schema_problems
 from autocast_spec.yaml_source import read_yaml
 
 SCHEMA_FILE = "expectations.schema.json"
@@ -39,8 +39,6 @@ STATUSES: tuple[str, ...] = (
 )
 # Statuses that make a bundle non-conformant.
 FAILING: frozenset[str] = frozenset({"fail", "unexpected-pass", "crash", "timeout"})
-# Statuses a mandatory-core test may have in a conformant bundle.
-MANDATORY_OK: frozenset[str] = frozenset({"pass"})
 
 KINDS = ("skip", "xfail", "not-supported", "waiver")
 
@@ -124,12 +122,6 @@ def glob_matches(pattern: str, test_id: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def load_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads((bundled_spec_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
-    return schema
-
-
 def _friendly(err: jsonschema.ValidationError) -> str:
     schema: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
     value: Any = err.validator_value
@@ -155,14 +147,7 @@ def _friendly(err: jsonschema.ValidationError) -> str:
 def load_expectations(path: Path) -> Expectations:
     """Read and validate ``path``; raise :class:`SpecError` listing every problem (file:line)."""
     doc = read_yaml(path, str(path))  # raises SpecProblem on unreadable files
-    probs: list[SpecProblem] = []
-    validator = jsonschema.Draft202012Validator(load_schema())
-    for err in validator.iter_errors(doc.data):
-        errs: Iterable[jsonschema.ValidationError] = (
-            err.context if err.validator in ("allOf", "if") and err.context else [err]
-        )
-        for e in errs:
-            probs.append(SpecProblem(doc.file, doc.line_of(tuple(e.absolute_path)), _friendly(e)))
+    probs = schema_problems(doc, bundled_spec_dir() / SCHEMA_FILE, _friendly)
     if probs:
         raise SpecError(probs)
     entries = []

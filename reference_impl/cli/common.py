@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import Spec
 from autocast_spec.problems import SpecError
+
+from ..installed_spec import load_installed_spec
 
 EXIT_OK = 0
 EXIT_DIFF = 1
@@ -40,7 +41,7 @@ def add_spec_option(p: argparse.ArgumentParser) -> None:
 
 def load_or_fail(paths: list[Path] | None, torch_version: str | None = None) -> Spec:
     try:
-        return load_spec(paths, torch_version=torch_version)
+        return load_installed_spec(paths, torch_version=torch_version)
     except SpecError as e:
         raise UsageError(*(str(p) for p in e.problems)) from None
 

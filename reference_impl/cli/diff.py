@@ -19,17 +19,18 @@ import argparse
 import re
 from pathlib import Path
 
-from autocast_spec.loader import load_spec, nearest_covered_version
 from autocast_spec.model import Spec
 from autocast_spec.problems import SpecError, SpecProblem
+from autocast_spec.versions import nearest_covered_version
 from autocast_spec.yaml_source import read_yaml
 
 from ..extract.api import ExtractError, extract
+from ..installed_spec import load_installed_spec
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
 from ..specdiff import PairingError, Side, SpecDiff, diff_sides
 from ..specdiff_render import to_json, to_markdown
-from ..torch_registry import installed_torch_version, parse_release
+from ..torch_registry import installed_torch_version
 from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
 
 _VERSION_SUFFIX = re.compile(r"^(?P<base>.+)@(?P<version>\d+\.\d+(\.\d+)?)$")
@@ -66,17 +67,10 @@ def _one_line(e: SpecError, what: str) -> str:
     return f"{first}{tail}"
 
 
-def _same_release(a: str, b: str) -> bool:
-    return parse_release(a)[:2] == parse_release(b)[:2]
-
-
 def _load(paths: list[Path] | None, version: str, what: str) -> Spec:
     try:
-        return load_spec(
-            paths,
-            torch_version=version,
-            check_registry=_same_release(version, installed_torch_version()),
-        )
+        # op names are checked against the registry only for the installed release (the loader's rule)
+        return load_installed_spec(paths, torch_version=version)
     except SpecError as e:
         raise UsageError(_one_line(e, what)) from None
 

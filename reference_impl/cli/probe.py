@@ -25,13 +25,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--device", required=True, help="device to probe, e.g. cpu, cuda, xpu, mps, mtia")
     p.add_argument(
-        "--policy-only",
+        "--table",
         action="store_true",
         help="print only the op -> policy table instead of a whole device spec",
     )
+    p.add_argument("--policy-only", nargs=0, action=_RenamedToTable, help=argparse.SUPPRESS)
     p.add_argument("--format", choices=["yaml", "json"], default="yaml")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
     p.set_defaults(run=run)
+
+
+class _RenamedToTable(argparse.Action):
+    """``probe --policy-only`` became ``probe --table`` (the suite's --policy-only means FakeTensors)."""
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise UsageError(
+            "autocast-spec probe --policy-only is now --table (print only the op -> policy table); "
+            "--policy-only means FakeTensors in the suite"
+        )
 
 
 class _TerminalProgress:
@@ -63,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     except ProbeError as e:
         raise UsageError(f"--device {args.device}: {e}") from None
     progress.done(probed, time.perf_counter() - start)
-    if args.policy_only:
+    if args.table:
         table = probed.spec.policy_table()
         text = (
             json.dumps(table, indent=2)

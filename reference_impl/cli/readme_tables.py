@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import sys
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import JitLimitation, Spec
+
+from ..installed_spec import load_installed_spec
 
 START = "<!-- jit-table:start -->"
 END = "<!-- jit-table:end -->"
@@ -73,7 +74,7 @@ def extract_block(text: str) -> str | None:
 
 
 def main() -> int:
-    sys.stdout.write(START + "\n" + jit_block(load_spec()) + END + "\n")
+    sys.stdout.write(START + "\n" + jit_block(load_installed_spec()) + END + "\n")
     return 0
 
 

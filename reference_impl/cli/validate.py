@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autocast_spec.loader import load_spec
 from autocast_spec.problems import SpecError
 
+from ..installed_spec import load_installed_spec
 from .common import EXIT_OK, UsageError, write_out
 
 
@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        spec = load_spec(args.paths or None, torch_version=args.torch_version)
+        spec = load_installed_spec(args.paths or None, torch_version=args.torch_version)
     except SpecError as e:
         raise UsageError(*(str(p) for p in e.problems)) from None
     devices = ", ".join(f"{d} ({len(ds.ops)} ops)" for d, ds in spec.devices.items())

@@ -13,10 +13,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autocast_spec.loader import device_torch_ranges, load_spec, nearest_covered_version
+from autocast_spec.files import device_torch_ranges
 from autocast_spec.model import DeviceSpec, OpPolicy, SourceLoc, frozen_map
 from autocast_spec.problems import SpecError
+from autocast_spec.versions import nearest_covered_version
 
+from ..installed_spec import load_installed_spec
 from ..probe.device_spec import version_range
 from ..probe.render import ObservedPolicy, device_data, device_yaml
 from ..torch_registry import build_features, parse_release
@@ -37,13 +39,13 @@ class ExtractedSpec:
 def _bundled(device: str, version: str) -> tuple[DeviceSpec | None, str]:
     """The bundled spec's ``device`` for ``version`` (else the nearest covered release), and its name."""
     try:
-        spec = load_spec(torch_version=version, check_registry=False)
+        spec = load_installed_spec(torch_version=version, check_registry=False)
         read_for = version
     except SpecError:
         near = nearest_covered_version(device_torch_ranges(), version)
         if near is None:
             return None, ""
-        spec = load_spec(torch_version=near, check_registry=False)
+        spec = load_installed_spec(torch_version=near, check_registry=False)
         read_for = near
     same = parse_release(read_for)[:2] == parse_release(version)[:2]
     label = f"the bundled spec for torch {read_for}" + ("" if same else f" (none covers torch {version})")

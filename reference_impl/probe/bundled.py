@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autocast_spec.loader import device_torch_ranges, load_spec, nearest_covered_version
+from autocast_spec.files import device_torch_ranges
 from autocast_spec.model import DeviceSpec
 from autocast_spec.problems import SpecError
+from autocast_spec.versions import nearest_covered_version
 
+from ..installed_spec import load_installed_spec
 from ..torch_registry import installed_torch_version, parse_release
 from .device_spec import ProbedDevice, Progress, probe_device
 
@@ -41,13 +43,13 @@ def bundled_device(device: str) -> BundledDevice | None:
     installed = installed_torch_version()
     version: str | None = installed
     try:
-        spec = load_spec(torch_version=installed, check_registry=False)
+        spec = load_installed_spec(torch_version=installed, check_registry=False)
     except SpecError:
         version = nearest_covered_version(device_torch_ranges(), installed)
         if version is None:
             return None
         try:
-            spec = load_spec(torch_version=version, check_registry=False)
+            spec = load_installed_spec(torch_version=version, check_registry=False)
         except SpecError:
             return None
     ds = spec.devices.get(device)

@@ -28,6 +28,7 @@ import torch
 
 from autocast_spec.model import DeviceSpec, OpPolicy, SourceLoc, UnsupportedDtypeRule, frozen_map
 
+from ..dtypes import dtype_name
 from ..torch_registry import installed_torch_version, parse_release
 from .observe import DeviceObservation, observe_device
 from .render import ObservedPolicy, device_data, device_yaml
@@ -77,10 +78,6 @@ def version_range(version: str) -> str:
     return f">={major}.{minor},<{major}.{minor + 1}"
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
 @dataclass(frozen=True)
 class DtypeFacts:
     default_dtype: str
@@ -102,14 +99,14 @@ def _try_autocast(device: str, dtype: torch.dtype) -> tuple[bool, str | None, st
 
 def observe_dtype_facts(device: str) -> tuple[DtypeFacts | None, str]:
     """The dtype defaults and rules, or None and why they cannot be observed here."""
-    default = _dtype_name(torch.get_autocast_dtype(torch_device_type(device)))
+    default = dtype_name(torch.get_autocast_dtype(torch_device_type(device)))
     results = {d: _try_autocast(device, d) for d in (*_CANDIDATE_DTYPES, _UNSUPPORTED_PROBE)}
     if not any(enabled for enabled, _, _ in results.values()):
         reasons = {w or e for _, w, e in results.values()} - {None}
         return None, f"torch.autocast({device!r}) disables itself for every dtype here: " + "; ".join(
             sorted(r for r in reasons if r)
         )
-    supported = [_dtype_name(d) for d in _CANDIDATE_DTYPES if results[d][0]]
+    supported = [dtype_name(d) for d in _CANDIDATE_DTYPES if results[d][0]]
     ordered = tuple([default] + [d for d in supported if d != default])
     enabled, warning, error = results[_UNSUPPORTED_PROBE]
     if error is not None:

@@ -508,18 +508,18 @@ def _never_clear_cache() -> None:
     torch.clear_autocast_cache = lambda: None
 
 
-def _probe_op() -> str:
-    from conformance.cases import probe_op
+def _sentinel_op() -> str:
+    from conformance.cases import sentinel_op
     from conformance.target import Options, resolve_target
 
-    op = probe_op(resolve_target(Options("cpu", None, (), None, False)))
+    op = sentinel_op(resolve_target(Options("cpu", None, (), None, False)))
     assert op is not None
     return op
 
 
 def _caching(keep: Callable[[torch.Tensor], bool]) -> Callable[[], None]:
     def install() -> None:
-        K.caching_kernel(_probe_op(), "cpu", keep)
+        K.caching_kernel(_sentinel_op(), "cpu", keep)
 
     return install
 
@@ -622,7 +622,7 @@ CONTEXT_MUTANTS = [
     Mutant(
         "cache-bug-in-one-kernel",
         "cache",
-        "aten::bmm's Autocast kernel (not the probe op's) caches non-leaf float32 tensors that require grad",
+        "aten::bmm's Autocast kernel (not the sentinel op's) caches non-leaf float32 tensors needing grad",
         CPU,
         ("test_cache.py",),
         op_keyword("aten::bmm"),

@@ -37,12 +37,12 @@ class Entry:
     url: str
     torch: str  # releases that showed it, as reported
     device: str  # where it was reported
-    replayed_on: str  # the backend the replay or probe runs on
+    replayed_on: str  # the backend the replay or witness runs on
     category: str
     symptom: str
     replay: str | None = None  # a function in replays.py or replays_more.py
-    probe: str | None = None  # a function in probes.py or probes_more.py
-    present: Any = None  # the probe's result on the installed torch, when torch still has it
+    witness: str | None = None  # a function in witnesses.py or witnesses_more.py
+    present: Any = None  # the witness's result on the installed torch, when torch still has it
     uncatchable: str | None = None  # why no suite run can see it
     options: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
@@ -102,8 +102,8 @@ def spec_known_bugs() -> set[str]:
 
 def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
     """Problems with the corpus (empty: fine)."""
-    from .probes import PROBES
     from .replays import REPLAYS
+    from .witnesses import WITNESSES
 
     problems = []
     if len({e.id for e in entries}) != len(entries):
@@ -115,11 +115,11 @@ def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
         if e.category not in CATEGORIES:
             problems.append(f"{where} unknown category {e.category!r}")
         if e.kind == "uncatchable":
-            if e.replay or e.probe or e.options:
-                problems.append(f"{where} an uncatchable entry has no replay, probe or selection")
+            if e.replay or e.witness or e.options:
+                problems.append(f"{where} an uncatchable entry has no replay, witness or selection")
             continue
-        if e.probe not in PROBES:
-            problems.append(f"{where} probe {e.probe!r} is not in probes.py or probes_more.py")
+        if e.witness not in WITNESSES:
+            problems.append(f"{where} witness {e.witness!r} is not in witnesses.py or witnesses_more.py")
         if e.kind == "replay" and e.replay not in REPLAYS:
             problems.append(f"{where} replay {e.replay!r} is not in replays.py or replays_more.py")
         if e.kind == "present" and e.present is None:

@@ -1,8 +1,8 @@
 """Measure the conformance suite against the real-bug corpus.
 
 ``python -m realbugs.harness`` (``tests/`` on ``PYTHONPATH``; ``-j N`` runs N at a time)
-checks every entry three ways: (a) its probe shows the deviation (with and without the
-replay the results differ; for a bug torch itself still has, the probe shows what the
+checks every entry three ways: (a) its witness shows the deviation (with and without the
+replay the results differ; for a bug torch itself still has, the witness shows what the
 corpus records), (b) the entry's suite selection fails with the replay (exit 1 with test
 failures) or, for a bug the installed torch has, the clean run reports the spec's declared
 known bug (tests xfailed with the reason ``known bug <id> ...``, the id the entry's
@@ -43,32 +43,32 @@ START, END = "<!-- realbugs-table:start -->", "<!-- realbugs-table:end -->"
 
 
 @dataclass(frozen=True)
-class Probe:
+class Witness:
     clean: Any = None
     replayed: Any = None
-    error: str | None = None  # the probe process failed
+    error: str | None = None  # the witness process failed
 
 
-def probe(entry: Entry) -> Probe:
-    """The entry's probe, before and after its replay, in a fresh process."""
-    cmd = [sys.executable, "-m", "realbugs.probe", entry.id]
+def witness(entry: Entry) -> Witness:
+    """The entry's witness, before and after its replay, in a fresh process."""
+    cmd = [sys.executable, "-m", "realbugs.show", entry.id]
     p = subprocess.run(cmd, cwd=ROOT, env=with_tests_on_path(), capture_output=True, text=True, timeout=600)
     lines = p.stdout.strip().splitlines()
     if p.returncode != 0 or not lines:
-        return Probe(error=summary(p))
+        return Witness(error=summary(p))
     out = json.loads(lines[-1])
-    return Probe(out.get("clean"), out.get("replayed"))
+    return Witness(out.get("clean"), out.get("replayed"))
 
 
-def deviation_problem(entry: Entry, p: Probe) -> str | None:
-    """Why the probe does not show the bug (None: it does)."""
+def deviation_problem(entry: Entry, p: Witness) -> str | None:
+    """Why the witness does not show the bug (None: it does)."""
     if p.error is not None:
-        return f"the probe failed:\n{p.error}"
+        return f"the witness failed:\n{p.error}"
     if entry.kind == "replay" and p.clean == p.replayed:
-        return f"the replay changes nothing the probe sees (both: {p.clean!r}): it is not the bug"
+        return f"the replay changes nothing the witness sees (both: {p.clean!r}): it is not the bug"
     if entry.kind == "present" and p.clean != entry.present:
         return (
-            f"the installed torch no longer shows it: probe gives {p.clean!r}, the corpus records "
+            f"the installed torch no longer shows it: witness gives {p.clean!r}, the corpus records "
             f"{entry.present!r}; write a replay (replays.py) and drop present:"
         )
     return None
@@ -88,8 +88,8 @@ class Outcome:
         return self.status == self.entry.expected
 
 
-def evaluate(entry: Entry, p: Probe | None, clean: SuiteRun | None, replayed: SuiteRun | None) -> Outcome:
-    """The entry's outcome from its probe, its selection's clean run and its replayed run."""
+def evaluate(entry: Entry, p: Witness | None, clean: SuiteRun | None, replayed: SuiteRun | None) -> Outcome:
+    """The entry's outcome from its witness, its selection's clean run and its replayed run."""
     if entry.kind == "uncatchable":
         return Outcome(entry, "uncatchable")
     assert p is not None and clean is not None
@@ -175,7 +175,7 @@ def run_all(entries: Sequence[Entry], jobs: int) -> dict[str, Outcome]:
     active = [e for e in entries if e.kind != "uncatchable"]
     replayable = [e for e in active if e.kind == "replay"]
     with ThreadPoolExecutor(jobs) as pool:
-        probes = dict(zip((e.id for e in active), pool.map(probe, active), strict=True))
+        witnesses = dict(zip((e.id for e in active), pool.map(witness, active), strict=True))
         clean = dict(
             zip(selections(active), pool.map(lambda s: run(s, None), selections(active)), strict=True)
         )
@@ -186,7 +186,9 @@ def run_all(entries: Sequence[Entry], jobs: int) -> dict[str, Outcome]:
                 strict=True,
             )
         )
-    return {e.id: evaluate(e, probes.get(e.id), clean.get(e.selection), replayed.get(e.id)) for e in entries}
+    return {
+        e.id: evaluate(e, witnesses.get(e.id), clean.get(e.selection), replayed.get(e.id)) for e in entries
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """Replays: each reported autocast bug injected into the installed torch, as it behaved.
 
 A replay is installed once per process (the suite subprocess, through
-``realbugs.plugin``, or the probe subprocess) and stays for the rest of it. Kernel
+``realbugs.plugin``, or the witness subprocess) and stays for the rest of it. Kernel
 replays register wrong Autocast kernels with ``torch.library`` (helpers from
 ``mutation.kernels``); the others monkeypatch the Python layer (``torch.autocast``,
 ``torch.amp.custom_fwd`` / ``custom_bwd``, ``torch.utils.checkpoint``, ``torch.compile``,
@@ -158,9 +158,9 @@ def _caching_kernel(ops: set[str], store: Callable[[], dict[int, tuple[torch.Ten
 
 
 def _cache_ops() -> set[str]:
-    from mutation.catalogue import _probe_op
+    from mutation.catalogue import _sentinel_op
 
-    return {"aten::mm", _probe_op()}
+    return {"aten::mm", _sentinel_op()}
 
 
 @replay

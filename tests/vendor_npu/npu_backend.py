@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from autocast_spec.loader import load_spec
 from autocast_spec.model import Policy
+from reference_impl.installed_spec import load_installed_spec
 from reference_impl.torch_registry import op_overload, split_op_name
 
 DEVICE = "npu"
@@ -228,7 +228,7 @@ def register() -> int:
     if torch._C._get_privateuse1_backend_name() != DEVICE:
         torch.utils.rename_privateuse1_backend(DEVICE)
         torch._register_device_module(DEVICE, _device_module())
-    spec = load_spec([SPEC_FILE])
+    spec = load_installed_spec([SPEC_FILE])
     dev = spec.device(DEVICE)
     deviate = planted_policies()
     abort_op = os.environ.get("NPU_SIM_ABORT", "").strip()

@@ -1,5 +1,5 @@
-"""``python -m realbugs.probe ID`` (``tests/`` on ``PYTHONPATH``): run an entry's probe on the
-installed torch, then install its replay and run the probe again, in this one process.
+"""``python -m realbugs.show ID`` (``tests/`` on ``PYTHONPATH``): run an entry's witness on the
+installed torch, then install its replay and run the witness again, in this one process.
 Prints one JSON line ``{"clean": ..., "replayed": ...}`` (no ``replayed`` for entries that
 torch itself still shows).
 """
@@ -15,18 +15,18 @@ def observe(entry_id: str) -> dict[str, object]:
     import torch
 
     from .corpus import BY_ID
-    from .probes import PROBES
     from .replays import REPLAYS
+    from .witnesses import WITNESSES
 
     entry = BY_ID[entry_id]
-    assert entry.probe is not None, f"{entry_id} has no probe"
-    probe = PROBES[entry.probe]
-    out: dict[str, object] = {"clean": probe()}
+    assert entry.witness is not None, f"{entry_id} has no witness"
+    witness = WITNESSES[entry.witness]
+    out: dict[str, object] = {"clean": witness()}
     if entry.replay is not None:
         torch._dynamo.reset()
         torch.clear_autocast_cache()
         REPLAYS[entry.replay]()
-        out["replayed"] = probe()
+        out["replayed"] = witness()
     return out
 
 

@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
+from autocast_spec.problems import SpecError, SpecProblem
+from reference_impl.cli.common import EXIT_DIFF, EXIT_OK, UsageError, write_out
+from reference_impl.installed_spec import load_installed_spec
 
-REGENERATE_TIMEOUT_S = 900
+from . import bundle as B
+from .expectations import EMPTY, load_expectations
+from .identity import suite_version
+from .listing import regenerate
+from .verdict import bad_statuses, check_ids, expectation_consistency, results_verdict
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -57,74 +59,8 @@ def _read_json(root: Path, name: str) -> Any:
         raise UsageError(f"{path}: unreadable ({e}); the bundle is damaged") from None
 
 
-def replay_args(meta: dict[str, Any], root: Path) -> list[str]:
-    """The certification's worker arguments with --spec pointing at the bundle's copies."""
-    args: list[str] = list(meta["invocation"]["worker_args"])
-    copies = [str(root / c) for c in meta.get("spec_copies", [])]
-    out: list[str] = []
-    i = n = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("--expectations",):
-            i += 2
-            continue
-        if a.startswith("--expectations="):
-            i += 1
-            continue
-        if a == "--spec" and i + 1 < len(args):
-            out += ["--spec", copies[n] if n < len(copies) else args[i + 1]]
-            n += 1
-            i += 2
-            continue
-        if a.startswith("--spec="):
-            out.append("--spec=" + (copies[n] if n < len(copies) else a.split("=", 1)[1]))
-            n += 1
-            i += 1
-            continue
-        out.append(a)
-        i += 1
-    return out
-
-
-def regenerate(meta: dict[str, Any], root: Path) -> list[dict[str, Any]]:
-    """Collect the installed suite with the recorded options; the tests it generates."""
-    recorded_dir = Path(meta["invocation"]["dir"])
-    cwd = recorded_dir if recorded_dir.is_dir() else Path.cwd()
-    with tempfile.TemporaryDirectory(prefix="verify-bundle-") as tmp:
-        out = Path(tmp) / "tests.json"
-        cmd = [sys.executable, "-m", "pytest", *replay_args(meta, root), "-q", "-p", "no:cacheprovider"]
-        cmd += ["--certify-list", str(out)]
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=cwd,
-                capture_output=True,
-                text=True,
-                timeout=REGENERATE_TIMEOUT_S,
-                env={**os.environ, "PYTHONHASHSEED": "0"},
-            )
-        except subprocess.TimeoutExpired:
-            raise UsageError(f"regenerating the test list took over {REGENERATE_TIMEOUT_S} s") from None
-        if not out.is_file():
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
-            raise UsageError(
-                "could not regenerate the test list from the spec with the recorded options "
-                f"({' '.join(cmd[3:-2])}): "
-                + " | ".join(tail)
-                + "; make the recorded -p plugins importable (PYTHONPATH) and retry"
-            )
-        data: list[dict[str, Any]] = json.loads(out.read_text(encoding="utf-8"))
-        return data
-
-
 def verify(root: Path) -> tuple[bool, list[str], list[str]]:
     """(conformant, reasons it is not, informational lines)."""
-    from autocast_spec.loader import load_spec
-    from autocast_spec.problems import SpecError, SpecProblem
-    from conformance.certify import bundle as B
-    from conformance.certify.expectations import load_expectations
-    from conformance.certify.plugin import suite_version
-
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory; give the directory written by --certify")
     if not (root / B.MANIFEST).is_file():
@@ -155,7 +91,7 @@ def verify(root: Path) -> tuple[bool, list[str], list[str]]:
 
     copies = [root / c for c in meta.get("spec_copies", [])]
     try:
-        spec = load_spec(copies or None)
+        spec = load_installed_spec(copies or None)
     except SpecError as e:
         raise UsageError(f"{root}: the bundled spec does not load: {e.problems[0]}") from None
     if spec.content_hash != meta.get("spec_hash"):
@@ -167,13 +103,13 @@ def verify(root: Path) -> tuple[bool, list[str], list[str]]:
     regenerated = regenerate(meta, root)
     regen_ids = [str(t["id"]) for t in regenerated]
     info.append(f"test list regenerated from the spec: {len(regen_ids)} tests")
-    reasons += B.check_ids(results, collected, regen_ids)
-    reasons += B.bad_statuses(results)
+    reasons += check_ids(results, collected, regen_ids)
+    reasons += bad_statuses(results)
 
     category = {str(t["id"]): t.get("category") for t in regenerated}
     for r in results:  # judge by the regenerated categories, not the bundle's own claims
         r.category = category.get(r.id, r.category)
-    verdict = B.results_verdict(results, spec.rules.mandatory_core)
+    verdict = results_verdict(results, spec.rules.mandatory_core)
     reasons += verdict.reasons
     have = {r.id for r in results}
     core = spec.rules.mandatory_core
@@ -187,11 +123,9 @@ def verify(root: Path) -> tuple[bool, list[str], list[str]]:
             exp = load_expectations(exp_copy)
         except (SpecProblem, SpecError) as e:
             raise UsageError(f"{exp_copy}: does not load: {str(e).splitlines()[0]}") from None
-        reasons += B.expectation_consistency(results, exp, options.get("backend"))[:20]
+        reasons += expectation_consistency(results, exp, options.get("backend"))[:20]
     else:
-        from conformance.certify.expectations import EMPTY
-
-        reasons += B.expectation_consistency(results, EMPTY, options.get("backend"))[:20]
+        reasons += expectation_consistency(results, EMPTY, options.get("backend"))[:20]
     c = B.counts(results)
     info.insert(
         0,

@@ -1,16 +1,22 @@
-"""Entry point of ``autocast-spec``. Each subcommand is a module with add_parser()."""
+"""Entry point of ``autocast-spec``: the subcommands of ``reference_impl.cli`` and verify-bundle.
+
+It lives in the top layer because verify-bundle belongs to certification
+(``conformance.certify.verify``); the spec tools below it know nothing of the
+suite. Each subcommand is a module with ``add_parser(subparsers)``.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
-from .common import EXIT_USAGE, UsageError
+from conformance.certify import verify
+from reference_impl.cli import diff, extract, list_cmd, matrix, probe, validate
+from reference_impl.cli.common import EXIT_USAGE, UsageError
 
-# Subcommand modules, in help order. Each defines add_parser(subparsers).
-SUBCOMMANDS = ["validate", "list_cmd", "probe", "extract", "diff", "matrix", "verify_bundle"]
+# Subcommand modules, in help order.
+SUBCOMMANDS = [validate, list_cmd, probe, extract, diff, matrix, verify]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"{__package__}.{name}").add_parser(sub)
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
     return parser
 
 

@@ -1,8 +1,8 @@
-"""Probes: small programs whose observable result (a dtype, a value, an exception, a state)
+"""Witnesses: small programs whose observable result (a dtype, a value, an exception, a state)
 shows a reported bug. Each returns something JSON-able; an error is returned as
 ``"error: <Type>: <message>"`` (first line, shortened), so it is an observation too.
 
-``python -m realbugs.probe ID`` (see :mod:`realbugs.probe`) runs an entry's probe before
+``python -m realbugs.show ID`` (see :mod:`realbugs.show`) runs an entry's witness before
 and after installing its replay, in one fresh process.
 """
 
@@ -18,13 +18,17 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-PROBES: dict[str, Callable[[], Any]] = {}
+from reference_impl.dtypes import dtype_name
+from reference_impl.runtime import raw_autocast
+
+WITNESSES: dict[str, Callable[[], Any]] = {}
 
 
-def probe(fn: Callable[[], Any]) -> Callable[[], Any]:
-    PROBES[fn.__name__] = fn
+def witness(fn: Callable[[], Any]) -> Callable[[], Any]:
+    WITNESSES[fn.__name__] = fn
     return fn
 
 
@@ -37,23 +41,14 @@ def observe(fn: Callable[[], Any]) -> Any:
 
 
 def name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
+    return dtype_name(dtype)
 
 
 @contextmanager
 def fake_cuda_autocast(dtype: torch.dtype = torch.float16) -> Iterator[None]:
     """CUDA autocast on FakeTensors (no GPU): the thread-local state set directly."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    before = torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda")
-    with FakeTensorMode():
-        torch.set_autocast_enabled("cuda", True)
-        torch.set_autocast_dtype("cuda", dtype)
-        try:
-            yield
-        finally:
-            torch.set_autocast_enabled("cuda", before[0])
-            torch.set_autocast_dtype("cuda", before[1])
+    with FakeTensorMode(), raw_autocast("cuda", dtype):
+        yield
 
 
 def cpu_autocast(dtype: torch.dtype = torch.bfloat16, **kw: Any) -> torch.autocast:
@@ -63,7 +58,7 @@ def cpu_autocast(dtype: torch.dtype = torch.bfloat16, **kw: Any) -> torch.autoca
 # --- op lists ---------------------------------------------------------------
 
 
-@probe
+@witness
 def conv_tbc_dtype() -> Any:
     with cpu_autocast():
         return observe(
@@ -71,7 +66,7 @@ def conv_tbc_dtype() -> Any:
         )
 
 
-@probe
+@witness
 def sdpa_mixed_inputs() -> Any:
     with fake_cuda_autocast():
         q, k = torch.empty(2, 4, 8, device="cuda"), torch.empty(2, 4, 8, device="cuda")
@@ -79,14 +74,14 @@ def sdpa_mixed_inputs() -> Any:
         return observe(lambda: name(F.scaled_dot_product_attention(q, k, v).dtype))
 
 
-@probe
+@witness
 def einsum_dtype() -> Any:
     with fake_cuda_autocast():
         a, b = torch.empty(4, 8, device="cuda"), torch.empty(8, 3, device="cuda")
         return observe(lambda: name(torch.einsum("ij,jk->ik", a, b).dtype))
 
 
-@probe
+@witness
 def layer_norm_half_inputs() -> Any:
     with fake_cuda_autocast():
         x = torch.empty(2, 4, device="cuda", dtype=torch.float16)
@@ -113,21 +108,21 @@ class OpLog(TorchDispatchMode):
         return out
 
 
-@probe
+@witness
 def cat_mixed_inputs_ops() -> Any:
     with cpu_autocast(), OpLog() as log:
         torch.cat([torch.ones(2), torch.ones(2, dtype=torch.bfloat16)])
     return log.ops
 
 
-@probe
+@witness
 def vmap_mm_dtype() -> Any:
     w = torch.randn(4, 3)
     with cpu_autocast():
         return name(torch.vmap(torch.mm, in_dims=(0, None))(torch.randn(2, 5, 4), w).dtype)
 
 
-@probe
+@witness
 def bilinear_wide_bias() -> Any:
     with fake_cuda_autocast():
         x1, x2 = torch.empty(2, 3, device="cuda"), torch.empty(2, 4, device="cuda")
@@ -136,7 +131,7 @@ def bilinear_wide_bias() -> Any:
         return observe(lambda: name(torch.bilinear(x1.half(), x2.half(), w, bias).dtype))
 
 
-@probe
+@witness
 def promote_mixed_lower_dtypes() -> Any:
     with cpu_autocast():
         return observe(
@@ -149,7 +144,7 @@ def promote_mixed_lower_dtypes() -> Any:
 # --- cache -------------------------------------------------------------------
 
 
-@probe
+@witness
 def grad_after_no_grad_forward() -> Any:
     x, w = torch.randn(2, 4), torch.randn(4, 4, requires_grad=True)
 
@@ -164,7 +159,7 @@ def grad_after_no_grad_forward() -> Any:
     return observe(run)
 
 
-@probe
+@witness
 def cross_thread_cache_freed() -> Any:
     x, w = torch.randn(2, 4), torch.randn(4, 4, requires_grad=True)
     log, cast_done, checked = OpLog(), threading.Event(), threading.Event()
@@ -188,7 +183,7 @@ def cross_thread_cache_freed() -> Any:
     return alive
 
 
-@probe
+@witness
 def nested_dtype_switch() -> Any:
     lin, x = torch.nn.Linear(4, 4), torch.randn(2, 4)
     with cpu_autocast():
@@ -200,7 +195,7 @@ def nested_dtype_switch() -> Any:
 # --- context state -----------------------------------------------------------
 
 
-@probe
+@witness
 def dtype_getter_equality() -> Any:
     with cpu_autocast():
         return [
@@ -221,23 +216,23 @@ def _warnings_of(make: Callable[[], torch.autocast]) -> Any:
     return {"enabled": result, "warnings": [str(w.message) for w in seen]}
 
 
-@probe
+@witness
 def unsupported_dtype_region() -> Any:
     return _warnings_of(lambda: cpu_autocast(torch.float64))
 
 
-@probe
+@witness
 def unsupported_dtype_disabled_region() -> Any:
     return _warnings_of(lambda: cpu_autocast(torch.float64, enabled=False))
 
 
-@probe
+@witness
 def any_autocast_enabled_in_region() -> Any:
     with cpu_autocast():
         return torch._C._is_any_autocast_enabled()
 
 
-@probe
+@witness
 def new_thread_dtype() -> Any:
     seen: list[str] = []
     t = threading.Thread(target=lambda: seen.append(name(torch.get_autocast_dtype("cpu"))))
@@ -266,7 +261,7 @@ def _scale(log: dict[str, Any], cast_inputs: torch.dtype | None) -> Any:
     return Scale
 
 
-@probe
+@witness
 def custom_fwd_input_dtypes() -> Any:
     log: dict[str, Any] = {}
     fn = _scale(log, torch.float32)
@@ -276,7 +271,7 @@ def custom_fwd_input_dtypes() -> Any:
     return log["fwd"]
 
 
-@probe
+@witness
 def custom_bwd_dtype() -> Any:
     log: dict[str, Any] = {}
     x = torch.ones(4, requires_grad=True)
@@ -306,7 +301,7 @@ def _checkpointed_state() -> Any:
     return observe(run)
 
 
-@probe
+@witness
 def checkpoint_recompute_state() -> Any:
     return _checkpointed_state()
 
@@ -320,7 +315,7 @@ def nesting() -> int:
     return n - 1
 
 
-@probe
+@witness
 def compiled_exception_in_region() -> Any:
     @torch.compile(backend="eager")
     def f(x: torch.Tensor) -> torch.Tensor:
@@ -334,7 +329,7 @@ def compiled_exception_in_region() -> Any:
     return {"raised": kind.split(":")[1].strip(), "nesting": nesting()}
 
 
-@probe
+@witness
 def compiled_exception_nesting() -> Any:
     @torch.compile(backend="eager", fullgraph=True)
     def f(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
@@ -346,7 +341,7 @@ def compiled_exception_nesting() -> Any:
     return {"nesting": nesting(), "enabled": torch.is_autocast_enabled("cpu")}
 
 
-@probe
+@witness
 def compiled_backward_inner_disabled() -> Any:
     lin = torch.nn.Linear(8, 8)
     h = torch.randn(4, 8, dtype=torch.bfloat16, requires_grad=True)
@@ -365,4 +360,4 @@ def compiled_backward_inner_disabled() -> Any:
     return torch.equal(grads[0], grads[1])
 
 
-from . import probes_more  # noqa: E402,F401  (registers the probes of probes_more.py)
+from . import witnesses_more  # noqa: E402,F401  (registers the witnesses of witnesses_more.py)

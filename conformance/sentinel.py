@@ -1,4 +1,4 @@
-"""A probe call for context and cache tests: does autocast act here, and what did it cast?"""
+"""The sentinel call of context and cache tests: does autocast act here, and what did it cast?"""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ import pytest
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.runtime import Intercepted, autograd_key_for, intercept
-from reference_impl.samples import Materialized, dtype_name
+from reference_impl.dtypes import dtype_name
+from reference_impl.runtime import Intercepted, autograd_key_for, intercept, quiet
+from reference_impl.samples import Materialized
 
-from .cases import probe_op
-from .runner import call_entry, make_inputs, quiet
+from .cases import sentinel_op
+from .runner import call_entry, make_inputs
 from .target import Target
 
 
 @dataclass
-class Probe:
+class Sentinel:
     """Calls the device's first lower_precision_fp op on float32 inputs."""
 
     target: Target
@@ -79,14 +80,14 @@ def require_autocast(target: Target, lower: torch.dtype) -> None:
         pytest.skip(why)
 
 
-def make_probe(target: Target, requires_grad: bool = False) -> Probe:
-    op = probe_op(target, Policy.LOWER_PRECISION_FP)
+def make_sentinel(target: Target, requires_grad: bool = False) -> Sentinel:
+    op = sentinel_op(target, Policy.LOWER_PRECISION_FP)
     if op is None:
         pytest.fail(
-            f"the {target.device} spec lists no lower_precision_fp op with samples to probe autocast with"
+            f"the {target.device} spec lists no lower_precision_fp op with samples to test autocast with"
         )
     with target.tensors():
         m = make_inputs(
             target.spec.ops[op].samples[0], (torch.float32,), target.device, requires_grad=requires_grad
         )
-    return Probe(target, op, m)
+    return Sentinel(target, op, m)

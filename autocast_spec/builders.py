@@ -1,0 +1,182 @@
+"""The shared spec files -> model pieces: the op catalog, the rules, the JIT data.
+
+Each builder takes a schema-valid document and the release (and build) it is read
+for; entries outside that release are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .model import (
+    Arg,
+    CacheRule,
+    ContextRules,
+    CustomOpRules,
+    Divergence,
+    DtypeArg,
+    Eligibility,
+    EntryPoint,
+    JitLimitation,
+    KernelGap,
+    KnownBug,
+    ListArg,
+    Literal,
+    OpInfo,
+    Policy,
+    PromoteRule,
+    Rules,
+    Sample,
+    SourceLoc,
+    TensorArg,
+    Tolerance,
+    frozen_map,
+)
+from .versions import Applicability, specifier_contains
+from .yaml_source import PathKey, YamlDocument
+
+
+def _build_arg(value: Any) -> Arg:
+    if isinstance(value, list):
+        return ListArg(tuple(_build_arg(v) for v in value))
+    if isinstance(value, dict):
+        if "t" in value:
+            return TensorArg(
+                shape=tuple(value["t"]),
+                dtype=value.get("dtype", "float"),
+                domain=value.get("domain", "normal"),
+                requires_grad=bool(value.get("requires_grad", False)),
+            )
+        return DtypeArg(value["scalar_type"])
+    return Literal(value)
+
+
+def _build_sample(doc: YamlDocument, path: PathKey, d: Mapping[str, Any]) -> Sample:
+    return Sample(
+        args=tuple(_build_arg(a) for a in d.get("args", [])),
+        kwargs=frozen_map({k: _build_arg(v) for k, v in (d.get("kwargs") or {}).items()}),
+        loc=SourceLoc(doc.file, doc.line_of(path)),
+        note=d.get("note", ""),
+    )
+
+
+def _tolerances(d: Mapping[str, Any] | None) -> Mapping[str, Tolerance]:
+    return frozen_map({k: Tolerance(float(v["atol"]), float(v["rtol"])) for k, v in (d or {}).items()})
+
+
+def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
+    out = {}
+    for op, d in doc.data["ops"].items():
+        if not app.admits(d):
+            continue
+        base: PathKey = ("ops", op)
+        eps = []
+        for i, ep in enumerate(d.get("entry_points", [])):
+            if isinstance(ep, str):
+                eps.append(EntryPoint(ep))
+            else:
+                eps.append(EntryPoint(ep["call"], _build_sample(doc, (*base, "entry_points", i), ep)))
+        out[op] = OpInfo(
+            op=op,
+            samples=tuple(_build_sample(doc, (*base, "samples", i), s) for i, s in enumerate(d["samples"])),
+            entry_points=tuple(eps),
+            loc=SourceLoc(doc.file, doc.line_of(base)),
+            tolerance=_tolerances(d.get("tolerance")),
+            append_dtype_target=d.get("append_dtype_target"),
+            nondeterministic=bool(d.get("nondeterministic", False)),
+            fake_kernel=bool(d.get("fake_kernel", True)),
+            needs_device=bool(d.get("needs_device", False)),
+            intercept_only=d.get("intercept_only", ""),
+            functorch_gaps=frozen_map(d.get("functorch_gaps", {})),
+            scratch_outputs=tuple(d.get("scratch_outputs", [])),
+            kernel_gaps=tuple(
+                KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])
+            ),
+            note=d.get("note", ""),
+        )
+    return out
+
+
+def _known_bugs(doc: YamlDocument, version: str) -> tuple[KnownBug, ...]:
+    return tuple(
+        KnownBug(
+            id=b["id"],
+            check=b["check"],
+            observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
+            reason=b["reason"],
+            source=b["source"],
+            torch_versions=b["torch"],
+            loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
+            devices=tuple(b.get("devices", [])),
+        )
+        for i, b in enumerate(doc.data.get("known_bugs", []))
+        if specifier_contains(b["torch"], version)
+    )
+
+
+def build_rules(doc: YamlDocument, version: str) -> Rules:
+    d = doc.data
+    el, ca, cx = d["eligibility"], d["cache"], d["context"]
+    return Rules(
+        eligibility=Eligibility(el["floating_only"], tuple(el["never_cast"]), el["same_device_only"]),
+        out_of_place_only=d["out_of_place_only"],
+        cache=CacheRule(
+            tuple(ca["source_dtypes"]),
+            ca["leaf_only"],
+            ca["requires_grad_only"],
+            tuple(Policy(p) for p in ca["policies"]),
+            ca["cleared_at"],
+            ca["exclude_views"],
+            ca["key"],
+            ca["in_inference_mode"],
+        ),
+        context=ContextRules(**cx),
+        default_tolerance=_tolerances(d["default_tolerance"]),
+        loc=SourceLoc(doc.file, 1),
+        mandatory_core=tuple(d.get("mandatory_core", [])),
+        unlisted_watchlist=tuple(d.get("unlisted_watchlist", [])),
+        custom_ops=CustomOpRules(tuple((d.get("custom_ops") or {}).get("register_autocast_devices", ()))),
+        promote=PromoteRule(
+            d["promote"]["foreign_float"]["action"], d["promote"]["foreign_float"]["message"]
+        ),
+        known_bugs=_known_bugs(doc, version),
+    )
+
+
+def _divergence(d: Mapping[str, Any]) -> Divergence:
+    return Divergence(
+        d["op"], d.get("dtype"), d["observed"], d["reason"], d.get("inputs", "float32"), d.get("condition")
+    )
+
+
+def build_jit(
+    doc: YamlDocument, app: Applicability
+) -> tuple[list[JitLimitation], dict[str, list[Divergence]]]:
+    version = app.version
+    lims = []
+    for i, d in enumerate(doc.data.get("limitations", [])):
+        if not specifier_contains(d["torch"], version):
+            continue
+        lims.append(
+            JitLimitation(
+                id=d["id"],
+                summary=d["summary"],
+                mode=d["mode"],
+                expect=d["expect"],
+                torch_versions=d["torch"],
+                source=d["source"],
+                loc=SourceLoc(doc.file, doc.line_of(("limitations", i))),
+                message=d.get("message"),
+                documented=d.get("documented"),
+                differs=tuple(_divergence(x) for x in d.get("differs", [])),
+                devices=tuple(d.get("devices", [])),
+                later_calls=d.get("later_calls"),
+                observes=tuple(d.get("observes", [])),
+            )
+        )
+    divs = {
+        m: [_divergence(x) for x in xs if app.admits(x)]
+        for m, xs in (doc.data.get("mode_divergences") or {}).items()
+    }
+    return lims, divs

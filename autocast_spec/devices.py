@@ -1,0 +1,200 @@
+"""Device files -> :class:`~autocast_spec.model.DeviceSpec`: entries, ``remove:``, ``extends:``.
+
+A device file lists ops by policy; ``extends`` starts from another device's
+resolved list (``remove`` drops parent entries, ``ops`` adds or replaces) and
+inherits its dtypes and unsupported-dtype rule, never its dispatch key or
+``builtin``. Problems go to the caller's list, each at its file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .model import DeviceSpec, OpPolicy, Policy, SourceLoc, UnsupportedDtypeRule, frozen_map
+from .problems import SpecProblem
+from .versions import Applicability
+from .yaml_source import YamlDocument
+
+
+@dataclass
+class RawDevice:
+    """One device file's own entries for the release, before ``extends`` is resolved."""
+
+    doc: YamlDocument
+    device: str
+    extends: str | None
+    ops: dict[str, OpPolicy]
+    removes: list[tuple[str, int]]
+    fields: dict[str, Any]
+    loc: SourceLoc
+
+
+def _entry(item: Any) -> dict[str, Any]:
+    return {"op": item} if isinstance(item, str) else dict(item)
+
+
+def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) -> RawDevice:
+    """The entries of device file ``doc`` that ``app`` admits (duplicates: problems in ``probs``)."""
+    d = doc.data
+    ops: dict[str, OpPolicy] = {}
+    first_seen: dict[str, tuple[str, int]] = {}
+    for pol_name, items in (d.get("ops") or {}).items():
+        policy = Policy(pol_name)
+        for i, item in enumerate(items or []):
+            e = _entry(item)
+            line = doc.line_of(("ops", pol_name, i))
+            op = e["op"]
+            if op in first_seen:
+                prev_pol, prev_line = first_seen[op]
+                what = "twice under" if prev_pol == pol_name else "under two policies:"
+                detail = pol_name if prev_pol == pol_name else f"{prev_pol} and {pol_name}"
+                probs.append(
+                    SpecProblem(
+                        doc.file,
+                        line,
+                        f"{op} is listed {what} {detail} for device {d['device']!r} "
+                        f"(first at line {prev_line}); keep one",
+                    )
+                )
+                continue
+            first_seen[op] = (pol_name, line)
+            if policy is Policy.BANNED and not e.get("message"):
+                probs.append(
+                    SpecProblem(
+                        doc.file,
+                        line,
+                        f"banned op {op} has no 'message': write the error the backend must "
+                        "raise, as {op: ..., message: ...}",
+                    )
+                )
+            if policy is not Policy.BANNED and e.get("message"):
+                probs.append(SpecProblem(doc.file, line, f"{op}: 'message' is only for banned ops"))
+            if not app.admits(e):
+                continue
+            ops[op] = OpPolicy(
+                op=op,
+                policy=policy,
+                loc=SourceLoc(doc.file, line),
+                message=e.get("message"),
+                since=e.get("since"),
+                until=e.get("until"),
+                note=e.get("note"),
+            )
+    removes = []
+    for i, item in enumerate(d.get("remove") or []):
+        e = _entry(item)
+        if app.admits(e):
+            removes.append((e["op"], doc.line_of(("remove", i))))
+    fields = {
+        k: d[k]
+        for k in (
+            "dispatch_key",
+            "default_dtype",
+            "supported_dtypes",
+            "unsupported_dtype",
+            "builtin",
+            "description",
+            "torch",
+        )
+        if k in d
+    }
+    return RawDevice(doc, d["device"], d.get("extends"), ops, removes, fields, SourceLoc(doc.file, 1))
+
+
+def resolve_devices(raw: Mapping[str, RawDevice], probs: list[SpecProblem]) -> dict[str, DeviceSpec]:
+    """Every device with its ``extends`` chain applied; cycles, unknown parents and gaps to ``probs``."""
+    resolved: dict[str, DeviceSpec] = {}
+    merged_fields: dict[str, dict[str, Any]] = {}
+
+    def resolve(name: str, chain: tuple[str, ...]) -> tuple[dict[str, OpPolicy], dict[str, Any]] | None:
+        r = raw[name]
+        if name in merged_fields:
+            return dict(resolved_ops[name]), dict(merged_fields[name])
+        ops: dict[str, OpPolicy] = {}
+        fields: dict[str, Any] = {}
+        if r.extends:
+            if r.extends in chain or r.extends == name:
+                cycle = " -> ".join((*chain, name, r.extends))
+                probs.append(
+                    SpecProblem(r.doc.file, r.doc.line_of(("extends",)), f"cycle in 'extends': {cycle}")
+                )
+                return None
+            if r.extends not in raw:
+                probs.append(
+                    SpecProblem(
+                        r.doc.file,
+                        r.doc.line_of(("extends",)),
+                        f"'extends: {r.extends}' names no device spec for this torch version "
+                        f"(known: {', '.join(sorted(raw))})",
+                    )
+                )
+                return None
+            parent = resolve(r.extends, (*chain, name))
+            if parent is None:
+                return None
+            ops, pfields = parent
+            # inherited: dtypes, unsupported-dtype rule, description; never the key or builtin
+            fields = {
+                k: v
+                for k, v in pfields.items()
+                if k in ("default_dtype", "supported_dtypes", "unsupported_dtype")
+            }
+        for op, line in r.removes:
+            if op not in ops:
+                probs.append(
+                    SpecProblem(
+                        r.doc.file,
+                        line,
+                        f"'remove: {op}' but {r.extends or 'no parent'} does not list {op}",
+                    )
+                )
+            ops.pop(op, None)
+        ops.update(r.ops)
+        fields.update(r.fields)
+        merged_fields[name] = fields
+        resolved_ops[name] = ops
+        return dict(ops), dict(fields)
+
+    resolved_ops: dict[str, dict[str, OpPolicy]] = {}
+    for name in sorted(raw):
+        res = resolve(name, ())
+        if res is None:
+            continue
+        ops, fields = res
+        r = raw[name]
+        missing = [k for k in ("dispatch_key", "default_dtype", "supported_dtypes") if k not in fields]
+        if missing:
+            probs.append(
+                SpecProblem(
+                    r.doc.file,
+                    1,
+                    f"device {name!r} needs {', '.join(missing)} (directly or through 'extends')",
+                )
+            )
+            continue
+        if fields["default_dtype"] not in fields["supported_dtypes"]:
+            probs.append(
+                SpecProblem(
+                    r.doc.file,
+                    r.doc.line_of(("default_dtype",)),
+                    f"default_dtype {fields['default_dtype']} is not in supported_dtypes "
+                    f"{fields['supported_dtypes']}",
+                )
+            )
+        ud = fields.get("unsupported_dtype")
+        resolved[name] = DeviceSpec(
+            device=name,
+            dispatch_key=fields["dispatch_key"],
+            torch_versions=fields["torch"],
+            default_dtype=fields["default_dtype"],
+            supported_dtypes=tuple(fields["supported_dtypes"]),
+            ops=frozen_map(dict(sorted(ops.items()))),
+            loc=r.loc,
+            builtin=bool(fields.get("builtin", False)),
+            extends=r.extends,
+            description=str(fields.get("description", "")).strip(),
+            unsupported_dtype=UnsupportedDtypeRule(ud["action"], ud["message"]) if ud else None,
+        )
+    return resolved

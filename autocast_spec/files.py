@@ -1,0 +1,135 @@
+"""Which spec files a load reads, read and checked against the JSON Schema.
+
+With no paths: the bundled spec. A user's files that hold no ``rules`` file are
+overlaid on the bundled spec (a vendor's device file can ``extends: cuda``
+without copying anything); a device the user's files define replaces the
+bundled one of the same name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .problems import SpecError, SpecProblem
+from .schema import schema_problems, spec_wording
+from .yaml_source import YamlDocument, read_yaml
+
+SCHEMA_FILE = "autocast-spec.schema.json"
+
+
+def bundled_spec_dir() -> Path:
+    """The spec shipped with the package (in a wheel) or the repository's ``spec/``."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "data"  # a wheel: pyproject maps spec/ to autocast_spec.data
+    if (packaged / SCHEMA_FILE).is_file():
+        return packaged
+    return here.parent / "spec"  # an editable install or a checkout
+
+
+def spec_files(paths: Iterable[Path]) -> list[Path]:
+    """Expand directories into their ``*.yaml`` files (recursively, sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*.yaml") if q.is_file()))
+        else:
+            out.append(p)
+    return out
+
+
+def _display_name(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def read_documents(files: Sequence[Path], probs: list[SpecProblem]) -> list[YamlDocument]:
+    """The files that parse and satisfy the schema; the problems of the others go to ``probs``."""
+    schema = bundled_spec_dir() / SCHEMA_FILE
+    docs = []
+    for f in files:
+        try:
+            doc = read_yaml(f, _display_name(f))
+        except SpecProblem as p:
+            probs.append(p)
+            continue
+        if not isinstance(doc.data, dict):
+            probs.append(SpecProblem(doc.file, 1, "a spec file must be a mapping with a 'kind:' key"))
+            continue
+        found = schema_problems(doc, schema, spec_wording)
+        if found:
+            probs.extend(found)
+            continue
+        docs.append(doc)
+    return docs
+
+
+def _files_for(paths: Sequence[Path] | None) -> tuple[list[Path], list[SpecProblem]]:
+    probs: list[SpecProblem] = []
+    if not paths:
+        return spec_files([bundled_spec_dir()]), probs
+    user = []
+    for p in paths:
+        if not p.exists():
+            probs.append(SpecProblem(str(p), 0, "no such file or directory"))
+        else:
+            user.extend(spec_files([p]))
+    if not user and not probs:
+        probs.append(SpecProblem(", ".join(map(str, paths)), 0, "no *.yaml spec files found"))
+    return user, probs
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The documents a load reads: the caller's files, and the bundled ones overlaid beneath them."""
+
+    docs: tuple[YamlDocument, ...]  # the bundled documents beneath first, then the caller's
+    files: tuple[Path, ...]
+    beneath: frozenset[int]  # id() of the bundled documents read beneath the caller's files
+
+    def is_beneath(self, doc: YamlDocument) -> bool:
+        return id(doc) in self.beneath
+
+
+def gather(paths: Sequence[Path] | None) -> Sources:
+    """The documents of ``paths`` (None: the bundled spec), the bundled spec beneath them.
+
+    Raises :class:`SpecError` with every file's problems (missing, unreadable, invalid).
+    """
+    files, probs = _files_for(paths)
+    docs = read_documents(files, probs)
+    base: list[YamlDocument] = []
+    if paths and docs and not any(d.data["kind"] == "rules" for d in docs):
+        user_devices = {d.data.get("device") for d in docs if d.data["kind"] == "device"}
+        base = read_documents(spec_files([bundled_spec_dir()]), probs)
+        base = [d for d in base if not (d.data["kind"] == "device" and d.data["device"] in user_devices)]
+        docs = base + docs
+        files = [Path(d.file) for d in docs]
+    if probs:
+        raise SpecError(probs)
+    return Sources(tuple(docs), tuple(files), frozenset(id(d) for d in base))
+
+
+def device_torch_ranges(paths: Sequence[Path] | None = None) -> list[str]:
+    """The ``torch:`` ranges of the device files in ``paths`` (default: the bundled spec)."""
+    files, _ = _files_for(paths)
+    docs = read_documents(files, [])
+    return sorted({d.data["torch"] for d in docs if d.data.get("kind") == "device"})
+
+
+def content_hash(files: Iterable[Path]) -> str:
+    """sha256 over the spec files' names and bytes, in a stable order."""
+    h = hashlib.sha256()
+    for f in sorted(set(files), key=lambda p: p.name + str(p)):
+        try:
+            data = f.read_bytes()
+        except OSError:
+            continue
+        h.update(f.name.encode())
+        h.update(b"\0")
+        h.update(data)
+    return h.hexdigest()

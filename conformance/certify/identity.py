@@ -1,0 +1,163 @@
+"""What a certification certifies: the suite and its tests, the backend, torch and the host.
+
+Test ids are *stable*: relative to the suite package, so expectations globs and
+bundles mean the same from a checkout and from a wheel. The environment record
+(``environment.json``) names torch's build, the device and the host CPU, without
+which two bundles cannot be compared.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import conformance
+from autocast_spec.model import Policy, Spec
+from conformance.plugin import target_of
+from conformance.registry import category_names
+
+from .host import host_cpu
+
+SUITE_PACKAGE = "conformance"
+DISTRIBUTION = "autocast-conformance"
+
+
+@dataclass
+class CollectedTest:
+    id: str
+    category: str | None = None
+    policy: str | None = None
+    op: str | None = None
+    dtype: str | None = None
+
+
+def suite_root() -> Path:
+    return Path(conformance.__file__).resolve().parent
+
+
+def suite_version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def option(config: pytest.Config, name: str) -> Any:
+    """An option's value, or None where the plugin that adds it is not loaded."""
+    try:
+        return config.getoption(name)
+    except ValueError:
+        return None
+
+
+def backend_of(config: pytest.Config) -> str | None:
+    b = option(config, "backend")
+    return str(b) if b else None
+
+
+def run_spec(config: pytest.Config) -> Spec:
+    """The spec the suite resolved for this run (the one its tests are generated from)."""
+    return target_of(config).spec
+
+
+def mandatory_core(config: pytest.Config) -> tuple[str, ...]:
+    return run_spec(config).rules.mandatory_core
+
+
+def stable_id(item: pytest.Item) -> str:
+    """The node id with its file relative to the suite package (``conformance/test_x.py::...``).
+
+    Independent of the rootdir and of where pytest was started.
+    """
+    path = Path(str(item.path)).resolve()
+    _, sep, rest = item.nodeid.partition("::")
+    try:
+        rel = path.relative_to(suite_root())
+    except ValueError:
+        return item.nodeid
+    return f"{SUITE_PACKAGE}/{rel.as_posix()}{sep}{rest}"
+
+
+def collected_test(item: pytest.Item) -> CollectedTest:
+    """Category, policy, op and dtype of a test: from its Case parameter, else its markers."""
+    case = None
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        for v in callspec.params.values():
+            if all(hasattr(v, a) for a in ("category", "policy", "op", "dtype")):
+                case = v
+                break
+    names = [m.name for m in item.iter_markers()]
+    policy = next((n for n in names if n in {p.value for p in Policy}), None)
+    categories = category_names()
+    # A test with no category marker takes its module's name: test_jit_limitations.py -> jit_limitations.
+    category = next((n for n in names if n in categories), None) or Path(str(item.path)).stem.removeprefix(
+        "test_"
+    )
+    if case is not None:
+        return CollectedTest(
+            stable_id(item),
+            case.category or category,
+            case.policy or policy,
+            case.op or None,
+            case.dtype or None,
+        )
+    return CollectedTest(stable_id(item), category, policy)
+
+
+def plugin_modules(args: Sequence[str]) -> list[str]:
+    """The ``-p`` plugins of an invocation (a vendor's backend loader), ``no:`` ones left out."""
+    mods = []
+    for i, a in enumerate(args):
+        if a == "-p" and i + 1 < len(args):
+            mods.append(args[i + 1])
+        elif a.startswith("-p") and len(a) > 2:
+            mods.append(a[2:])
+    return [m for m in mods if not m.startswith("no:")]
+
+
+def environment(device: str | None) -> dict[str, Any]:
+    """Python, OS, torch's version and build, the device and the host CPU."""
+    env: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "torch": {
+            "version": torch.__version__,
+            "git_version": getattr(torch.version, "git_version", None),
+            "cuda": getattr(torch.version, "cuda", None),
+            "hip": getattr(torch.version, "hip", None),
+            "debug": bool(getattr(torch.version, "debug", False)),
+            "build_config": _safe(lambda: torch.__config__.show()),
+        },
+        "device": {"type": device},
+        "host_cpu": host_cpu(lambda: torch.backends.cpu.get_cpu_capability()),
+    }
+    if device:
+        mod: Any = getattr(torch, device, None)
+        info = env["device"]
+        info["available"] = _safe(lambda: bool(mod.is_available())) if mod is not None else False
+        if info["available"] is True:
+            info["count"] = _safe(lambda: int(mod.device_count()))
+            info["name"] = _safe(lambda: str(mod.get_device_name(0)))
+            info["capability"] = _safe(lambda: list(mod.get_device_capability(0)))
+        if device == "cuda":
+            info["driver"] = _safe(lambda: torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
+        info["privateuse1_backend"] = _safe(lambda: torch._C._get_privateuse1_backend_name())
+    return env
+
+
+def _safe(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as e:  # what a backend lacks is reported, never fatal
+        return f"unavailable ({type(e).__name__})"
