@@ -175,5 +175,5 @@ def test_probe_side_borrows_from_the_nearest_covered_spec(
     assert main(["diff", f"cuda@{near}", "probe:cuda", "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["not_observed_notes"]
     assert any(n["side"] == "b" and f"torch {near}" in n["note"] for n in notes), notes
-    assert main(["probe", "--device", "cuda", "--policy-only"]) == 0
+    assert main(["probe", "--device", "cuda", "--table"]) == 0
     assert f"bundled spec for torch {near}" in capsys.readouterr().err
