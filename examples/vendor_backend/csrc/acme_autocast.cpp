@@ -16,8 +16,8 @@
 //   ACME_MOVED    batch_norm registered lower_precision_fp, where acme.yaml says fp32
 //   ACME_MISSING  binary_cross_entropy not registered, where acme.yaml says fp32
 //   ACME_EXTRA    _addmm_activation registered, which acme.yaml does not list
-//   ACME_ABORT    acme's mm kernel calls std::abort() (once: see trip_once)
-//   ACME_HANG     acme's mm kernel never returns (once: see trip_once)
+//   ACME_ABORT    acme's atan2 kernel calls std::abort() (once: see trip_once)
+//   ACME_HANG     acme's cosh kernel never returns (once: see trip_once)
 
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
@@ -102,7 +102,8 @@ bool trip_once() {
   return true;
 }
 
-void broken_mm(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+// A compute kernel (PrivateUse1, below autocast) that breaks the first time it runs.
+void broken_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (trip_once()) {
 #if ACME_DEVIATION == ACME_ABORT
     std::abort();
@@ -118,6 +119,10 @@ void broken_mm(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mm", torch::CppFunction::makeFromBoxedFunction<&broken_mm>());
+#if ACME_DEVIATION == ACME_ABORT
+  m.impl("atan2", torch::CppFunction::makeFromBoxedFunction<&broken_kernel>());
+#else
+  m.impl("cosh", torch::CppFunction::makeFromBoxedFunction<&broken_kernel>());
+#endif
 }
 #endif
