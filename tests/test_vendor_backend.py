@@ -1,0 +1,201 @@
+"""acme, the compiled vendor template (examples/vendor_backend/), certified end to end.
+
+acme is a PrivateUse1 backend in C++ whose autocast is C++ too (ATen's KERNEL_PRIVATEUSEONE
+macros over the shared AT_FORALL_* lists), loaded with ``-p examples.vendor_backend.plugin``.
+Its tensors are real (host memory, CPU kernels through a boxed fallback), so the suite runs
+every category on the device, numerics against a CPU reference.
+
+* the shipped backend certifies conformant over every dtype, and ``verify-bundle`` agrees;
+* three deviations planted in C++ (``ACME_DEVIATION``: one library each, cached) fail the
+  run, on the tests of the op they touch: a moved policy, a missing and an extra kernel;
+* a kernel that aborts and one that never returns are recorded ``crash`` and ``timeout``
+  and the certification completes. These two runs declare every test outside the
+  mandatory core ``skip`` in an expectations file (a user-facing option), to stay short.
+
+The libraries are built on first use by the suite's own processes (the plugin), into a
+cache keyed by their sources (examples/vendor_backend/build.py; ``$ACME_BUILD_DIR``), so a
+second run compiles nothing and concurrent processes wait for one build.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from certify_helpers import (
+    REPO,
+    Run,
+    certification,
+    finish,
+    pytest_cmd,
+    results,
+    run,
+    start,
+    verify,
+    with_status,
+)
+
+from autocast_spec.model import Spec
+from examples.vendor_backend.build import missing_toolchain
+
+EXAMPLE = REPO / "examples" / "vendor_backend"
+SPEC_FILE = EXAMPLE / "acme.yaml"
+
+_no_toolchain = missing_toolchain()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(_no_toolchain is not None, reason=f"acme cannot be built: {_no_toolchain}"),
+]
+
+
+def env(deviation: str | None = None, **more: str) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "ACME_DEVIATION": deviation or "", **more}
+
+
+def suite_cmd(*args: str) -> list[str]:
+    return pytest_cmd(
+        "-p",
+        "examples.vendor_backend.plugin",
+        "--pyargs",
+        "conformance",
+        "--backend",
+        "acme",
+        "--spec",
+        str(SPEC_FILE),
+        "--reference-device",
+        "cpu",
+        *args,
+    )
+
+
+def failed_ids(r: Run) -> list[str]:
+    """The stable ids (``conformance/test_x.py::...``) of the FAILED lines of a ``-rf`` run."""
+    lines = (line.split(" - ")[0] for line in r.out.splitlines() if line.startswith("FAILED "))
+    return sorted(line[line.index("conformance/test_") :] for line in lines)
+
+
+# ---------------------------------------------------------------------------
+# The shipped backend
+# ---------------------------------------------------------------------------
+
+# categories that need real tensors (policy-only reports them skipped), per dtype where they have one
+REAL_TENSOR_CATEGORIES = {
+    "numerics": {"float16", "bfloat16"},
+    "autograd": {"float16", "bfloat16"},
+    "cache": {"float16", "bfloat16"},
+    "custom_function": {"float16", "bfloat16"},
+    "transitions": {None},
+}
+
+
+def test_shipped_backend_certifies_conformant_on_real_tensors(tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    cert = run(suite_cmd("--dtype", "all", "--certify", str(out)), tmp_path, env())
+    assert cert.rc == 0 and "verdict: conformant" in cert.out, cert.repro()
+    ver = verify(out, tmp_path, env())
+    assert ver.rc == 0 and "verdict: conformant" in ver.out, ver.repro()
+    opts = certification(out)["options"]
+    assert (opts["backend"], opts["dtype"], opts["policy_only"], opts["reference_device"]) == (
+        "acme",
+        "all",
+        False,
+        "cpu",
+    ), opts
+    res = results(out)
+    assert not [i for i, r in res.items() if r["status"] not in ("pass", "xfail", "skip")], cert.repro()
+    for category, dtypes in REAL_TENSOR_CATEGORIES.items():
+        passed = {r["dtype"] for r in res.values() if (r["category"], r["status"]) == (category, "pass")}
+        assert passed >= dtypes, f"{category}: tests passed on acme only for {passed}: {cert.repro()}"
+
+
+# ---------------------------------------------------------------------------
+# Deviations planted in acme_autocast.cpp: the run fails on the tests of that op
+# (the shipped backend passes every one of them: the test above)
+# ---------------------------------------------------------------------------
+
+PLANTED = {
+    # deviation: (op, a test that must fail, a test of the op that must still pass)
+    "moved": (
+        "aten::batch_norm",
+        "conformance/test_op_policy.py::test_op_policy[acme-float16-fp32-aten::batch_norm-torch.batch_norm]",
+        "conformance/test_registration.py::test_registration[acme-fp32-aten::batch_norm]",
+    ),
+    "missing": (
+        "aten::binary_cross_entropy",
+        "conformance/test_registration.py::test_registration[acme-fp32-aten::binary_cross_entropy]",
+        "conformance/test_eligibility.py::test_eligibility[acme-float16-fp32-aten::binary_cross_entropy-float64]",
+    ),
+    "extra": (
+        "aten::_addmm_activation",
+        "conformance/test_registration.py::test_registration[acme-unlisted-aten::_addmm_activation]",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("deviation", sorted(PLANTED))
+def test_planted_deviation_fails_its_op(deviation: str, tmp_path: Path) -> None:
+    op, must_fail, must_pass = PLANTED[deviation]
+    r = run(suite_cmd("-rf", "-vv", "-k", op), tmp_path, env(deviation))
+    failed = failed_ids(r)
+    assert r.rc == 1 and must_fail in failed, (failed, r.repro())
+    assert all(op in t for t in failed), (failed, r.repro())
+    assert must_pass is None or f"{must_pass} PASSED" in r.out, r.repro()
+
+
+# ---------------------------------------------------------------------------
+# Kernels that abort or hang: recorded, and the certification completes
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mandatory_core_only(spec: Spec, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An expectations file that skips every test function outside the mandatory core."""
+    where = tmp_path_factory.mktemp("expectations")
+    core = " or ".join(spec.rules.mandatory_core)
+    procs = [start(suite_cmd("--collect-only", *m), where, env()) for m in ((), ("-m", core))]
+    every, mandatory = (finish(p, where) for p in procs)
+    ids = {line for line in every.out.splitlines() if line.startswith("conformance/")}
+    kept = {line for line in mandatory.out.splitlines() if line.startswith("conformance/")}
+    assert ids and kept, every.repro() + mandatory.repro()
+    functions: dict[str, bool] = {}
+    for test_id in ids:
+        fn = test_id.split("[")[0]
+        functions[fn] = functions.get(fn, False) or test_id in kept
+    lines = ["kind: expectations", "expectations:"]
+    for fn in sorted(f for f, has_core in functions.items() if not has_core):
+        lines += [f'  - match: "{fn}[*"', "    status: skip", '    reason: "outside the mandatory core"']
+    path = where / "mandatory-core-only.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+BROKEN = {"abort": ("crash", "aten::atan2"), "hang": ("timeout", "aten::cosh")}
+
+
+def statuses(res: Mapping[str, Mapping[str, object]]) -> set[object]:
+    return {r["status"] for r in res.values()}
+
+
+@pytest.mark.parametrize("deviation", sorted(BROKEN))
+def test_broken_kernel_is_recorded_and_the_run_completes(
+    deviation: str, mandatory_core_only: Path, tmp_path: Path
+) -> None:
+    status, op = BROKEN[deviation]
+    out = tmp_path / "bundle"
+    cmd = suite_cmd("--expectations", str(mandatory_core_only), "--test-timeout", "15", "--certify", str(out))
+    # the kernel breaks the first time any process runs it (the marker file says it did)
+    cert = run(cmd, tmp_path, env(deviation, ACME_TRIP_ONCE=str(tmp_path / "tripped")))
+    res = results(out)
+    broken = with_status(res, status)
+    assert cert.rc == 1 and len(broken) == 1 and op in broken[0], (broken, cert.repro())
+    assert statuses(res) == {"pass", "skip", status}, (statuses(res), cert.repro())
+    meta = certification(out)
+    assert len(res) == meta["tests"], "every collected test has a result"
+    assert any(op in t for t in with_status(res, "pass")), "the op's other tests ran after it broke"
+    assert not meta["verdict"]["conformant"] and f"not passing: 1 {status}" in meta["verdict"]["reasons"], (
+        meta
+    )
