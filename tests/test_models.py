@@ -11,16 +11,14 @@ are skipped when ``transformers`` is not installed (``pip install -e ".[bench]"`
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
+from hf_helpers import HF_MODELS, hf_models
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -92,23 +90,6 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, Forward]]] = {
     "small_cnn": _small(make_cnn),
     "encoder_block": _small(make_encoder),
 }
-
-# benchmarks/hf_models.py's models; its MODELS must list the same names (checked below).
-HF_MODELS = ("bert", "gpt2", "llama", "t5", "vit", "convnext")
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def hf_models() -> ModuleType:
-    """benchmarks/hf_models.py; skips the test when transformers is not installed."""
-    pytest.importorskip(
-        "transformers", reason="the Hugging Face models need transformers: pip install -e '.[bench]'"
-    )
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    import hf_models  # optional dependency: importable only where transformers is installed
-
-    assert tuple(hf_models.MODELS) == HF_MODELS
-    return hf_models
 
 
 def _hf(name: str) -> tuple[nn.Module, Forward]:
