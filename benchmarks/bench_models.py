@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
 
 import hf_models
 import torch
+from paired import Paired, Region, empty_region, paired
 
 import reference_impl
-
-Region = Callable[[], Any]
 
 
 def step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], region: Region) -> float:
@@ -39,39 +35,15 @@ def step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], region: Region
     return time.perf_counter() - start
 
 
-def paired(name: str, dtype: torch.dtype, pairs: int, warmup: int) -> tuple[float, float, float]:
-    """(native median s, reference median s, median of the per-pair ratios)."""
+def measure(name: str, dtype: torch.dtype, pairs: int, warmup: int) -> Paired:
     model, inputs = hf_models.build(name)
-
-    def native() -> Any:
-        return torch.autocast("cpu", dtype=dtype)
-
-    def reference() -> Any:
-        return reference_impl.autocast("cpu", dtype=dtype)
-
-    for _ in range(warmup):
-        step(model, inputs, native)
-        step(model, inputs, reference)
-    nat, ref, ratios = [], [], []
-    for i in range(pairs):
-        order = (native, reference) if i % 2 == 0 else (reference, native)
-        times = {fn: step(model, inputs, fn) for fn in order}
-        nat.append(times[native])
-        ref.append(times[reference])
-        ratios.append(times[reference] / times[native])
-    return statistics.median(nat), statistics.median(ref), statistics.median(ratios)
-
-
-def empty_region(region: Region, n: int = 2000) -> float:
-    """Median seconds to enter and leave an empty region (batches of 100)."""
-    samples = []
-    for _ in range(n // 100):
-        start = time.perf_counter()
-        for _ in range(100):
-            with region():
-                pass
-        samples.append((time.perf_counter() - start) / 100)
-    return statistics.median(samples)
+    return paired(
+        lambda region: step(model, inputs, region),
+        lambda: torch.autocast("cpu", dtype=dtype),
+        lambda: reference_impl.autocast("cpu", dtype=dtype),
+        pairs,
+        warmup,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--models", default=",".join(hf_models.MODELS), help="comma-separated, of: %(default)s")
     p.add_argument("--dtypes", default="bfloat16,float16")
-    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave as is)")
+    # Tiny models at batch 2 gain nothing from intra-op threads; on a shared machine a second
+    # thread only adds scheduling noise to both sides. 0 leaves torch's default.
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (0: leave as is)")
     a = p.parse_args(argv)
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -99,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     worst = 0.0
     for name in names:
         for dname in a.dtypes.split(","):
-            nat, ref, ratio = paired(name, getattr(torch, dname), a.pairs, a.warmup)
-            worst = max(worst, ratio)
-            print(f"  {name:9s} {dname:9s} {nat * 1e3:10.2f} {ref * 1e3:10.2f} {ratio:6.3f}x")
+            r = measure(name, getattr(torch, dname), a.pairs, a.warmup)
+            worst = max(worst, r.ratio)
+            print(f"  {name:9s} {dname:9s} {r.native * 1e3:10.2f} {r.reference * 1e3:10.2f} {r.ratio:6.3f}x")
     print(f"  worst ratio: {worst:.3f}x  (target <= 1.2x)")
     nat_region = empty_region(lambda: torch.autocast("cpu"))
     ref_region = empty_region(lambda: reference_impl.autocast("cpu"))

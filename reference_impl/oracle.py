@@ -92,9 +92,19 @@ CastFn = Callable[[ArgCast, torch.Tensor], torch.Tensor]
 """How one planned cast is made: ``(cast, source) -> the tensor passed on``."""
 
 
+# Tensor.bfloat16() is Tensor.to(torch.bfloat16) without parsing to()'s overloads.
+_TO = {
+    torch.bfloat16: torch.Tensor.bfloat16,
+    torch.float16: torch.Tensor.half,
+    torch.float32: torch.Tensor.float,
+    torch.float64: torch.Tensor.double,
+}
+
+
 def to_dtype(cast: ArgCast, src: torch.Tensor) -> torch.Tensor:
     """The plain cast: ``Tensor.to``, the same ``_to_copy`` native autocast makes."""
-    return src.to(cast.to_dtype)
+    to = _TO.get(cast.to_dtype)
+    return to(src) if to is not None else src.to(cast.to_dtype)
 
 
 def apply_plan(

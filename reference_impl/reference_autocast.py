@@ -90,7 +90,7 @@ def _from_cache(c: ArgCast, src: torch.Tensor, by_dtype: bool) -> tuple[torch.Te
     entry = cache.get(key)
     if entry is not None and entry[0]() is src:
         return entry[1], True
-    new = src.to(c.to_dtype)
+    new = to_dtype(c, src)
     cache[key] = (weakref.ref(src), new)
     return new, False
 
@@ -102,12 +102,12 @@ def _cached_by_source(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
         if entry is not None and entry[0]() is src:
             return entry[1]
         return _from_cache(c, src, False)[0]
-    return src.to(c.to_dtype)
+    return to_dtype(c, src)
 
 
 def _cached_by_source_and_dtype(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
     """The cast callback with the weight cache on (``rules.cache.key: source_and_dtype``)."""
-    return _from_cache(c, src, True)[0] if c.weight else src.to(c.to_dtype)
+    return _from_cache(c, src, True)[0] if c.weight else to_dtype(c, src)
 
 
 def _arg_name(op: str, path: Path) -> str:
@@ -122,7 +122,7 @@ def _traced_cast(plan: CastPlan, use_cache: bool, by_dtype: bool) -> CastFn:
 
     def cast(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
         cached = c.weight and use_cache
-        new, hit = _from_cache(c, src, by_dtype) if cached else (src.to(c.to_dtype), False)
+        new, hit = _from_cache(c, src, by_dtype) if cached else (to_dtype(c, src), False)
         arg = _arg_name(plan.op, c.path)
         trace.emit(trace.cast_record(plan.op, arg, c, src, new, policy, hit=hit, stored=cached and not hit))
         return new
