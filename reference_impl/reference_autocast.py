@@ -159,9 +159,16 @@ def _value_key(v: Any) -> Any:
 
 
 def _call_key(dtype: torch.dtype, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    # Tensors inline (the common case, without a call per argument), the rest by _value_key.
+    key = [
+        (v.dtype, v.device, v.requires_grad, v.is_leaf, v._is_view(), _is_cached_tensor(v))
+        if isinstance(v, torch.Tensor)
+        else _value_key(v)
+        for v in args
+    ]
     if kwargs:
-        return (dtype, tuple(map(_value_key, args)), tuple((k, _value_key(v)) for k, v in kwargs.items()))
-    return (dtype, tuple(map(_value_key, args)))
+        key.extend((k, _value_key(v)) for k, v in kwargs.items())
+    return (dtype, *key)
 
 
 # ---------------------------------------------------------------------------
