@@ -38,6 +38,21 @@ def _text(g: torch.Generator) -> dict[str, torch.Tensor]:
     return {"input_ids": _tokens(g), "attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long)}
 
 
+def _causal_lm(model: nn.Module) -> Built:
+    """A decoder-only language model and its inputs: token ids, which are also its labels."""
+    ids = _tokens(torch.Generator().manual_seed(0))
+    return model, {"input_ids": ids, "labels": ids}
+
+
+def _image_classifier(model: nn.Module, classes: int) -> Built:
+    """An image classifier and its inputs: pixel values and class labels."""
+    g = torch.Generator().manual_seed(0)
+    return model, {
+        "pixel_values": torch.randn(BATCH, 3, IMAGE, IMAGE, generator=g),
+        "labels": torch.randint(0, classes, (BATCH,), generator=g),
+    }
+
+
 def bert() -> Built:
     config = transformers.BertConfig(
         vocab_size=VOCAB,
@@ -59,9 +74,7 @@ def gpt2() -> Built:
     config = transformers.GPT2Config(
         vocab_size=VOCAB, n_positions=64, n_embd=HIDDEN, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0
     )
-    g = torch.Generator().manual_seed(0)
-    ids = _tokens(g)
-    return transformers.GPT2LMHeadModel(config), {"input_ids": ids, "labels": ids}
+    return _causal_lm(transformers.GPT2LMHeadModel(config))
 
 
 def llama() -> Built:
@@ -74,9 +87,7 @@ def llama() -> Built:
         num_key_value_heads=2,
         max_position_embeddings=64,
     )
-    g = torch.Generator().manual_seed(0)
-    ids = _tokens(g)
-    return transformers.LlamaForCausalLM(config), {"input_ids": ids, "labels": ids}
+    return _causal_lm(transformers.LlamaForCausalLM(config))
 
 
 def t5() -> Built:
@@ -107,11 +118,7 @@ def vit() -> Built:
         intermediate_size=4 * HIDDEN,
         num_labels=5,
     )
-    g = torch.Generator().manual_seed(0)
-    return transformers.ViTForImageClassification(config), {
-        "pixel_values": torch.randn(BATCH, 3, IMAGE, IMAGE, generator=g),
-        "labels": torch.randint(0, 5, (BATCH,), generator=g),
-    }
+    return _image_classifier(transformers.ViTForImageClassification(config), config.num_labels)
 
 
 def convnext() -> Built:
@@ -124,11 +131,7 @@ def convnext() -> Built:
         num_labels=5,
         image_size=IMAGE,
     )
-    g = torch.Generator().manual_seed(0)
-    return transformers.ConvNextForImageClassification(config), {
-        "pixel_values": torch.randn(BATCH, 3, IMAGE, IMAGE, generator=g),
-        "labels": torch.randint(0, 5, (BATCH,), generator=g),
-    }
+    return _image_classifier(transformers.ConvNextForImageClassification(config), config.num_labels)
 
 
 MODELS: dict[str, Callable[[], Built]] = {
