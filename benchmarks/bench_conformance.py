@@ -21,9 +21,12 @@ import sys
 import time
 import types
 import unittest
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected|xfailed|xpassed)")
@@ -63,6 +66,7 @@ def _load_torch_lists() -> Any:
         stub = types.ModuleType("expecttest")
         stub.TestCase = unittest.TestCase  # type: ignore[attr-defined]
         sys.modules["expecttest"] = stub
+    # Imported only after the expecttest stub is in place (common_utils needs the module).
     from torch.testing._internal.autocast_test_lists import AutocastCPUTestLists
 
     return AutocastCPUTestLists("cpu")
@@ -70,8 +74,6 @@ def _load_torch_lists() -> Any:
 
 def torch_harness_checks() -> list[Callable[[], None]]:
     """One closure per (op, args) entry: autocast call, dtype check, control comparison."""
-    import torch
-
     lists = _load_torch_lists()
     checks: list[Callable[[], None]] = []
 
@@ -110,8 +112,6 @@ def torch_harness_checks() -> list[Callable[[], None]]:
 
 
 def harness_rate(seconds: float = 5.0) -> tuple[int, float]:
-    import warnings
-
     warnings.simplefilter("ignore")
     checks = torch_harness_checks()
     ok = []

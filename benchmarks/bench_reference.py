@@ -2,8 +2,9 @@
 
 Each iteration opens a region, runs the forward pass, and runs backward after
 it (the usual training step shape). Native and reference iterations alternate
-(paired runs), so drift in machine load hits both alike; the figure is the
-median of the per-pair ratios. Nothing is asserted: the script prints figures.
+(paired runs, ``benchmarks/paired.py``), so drift in machine load hits both alike;
+the figure is the median of the per-pair ratios. Nothing is asserted: the script
+prints figures. For real architectures see ``benchmarks/bench_models.py``.
 
     python benchmarks/bench_reference.py [--pairs 60] [--dtype bfloat16] [--size small|medium]
 """
@@ -11,7 +12,7 @@ median of the per-pair ratios. Nothing is asserted: the script prints figures.
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from paired import empty_region, paired
 from torch import nn
 
 import reference_impl
@@ -76,37 +78,21 @@ def main(argv: list[str] | None = None) -> int:
     def reference() -> Any:
         return reference_impl.autocast("cpu", dtype=dtype)
 
-    for _ in range(a.warmup):
-        step(model, x, t, native)
-        step(model, x, t, reference)
-    nat, ref, ratios = [], [], []
-    for i in range(a.pairs):
-        order = (native, reference) if i % 2 == 0 else (reference, native)
-        times = {fn: step(model, x, t, fn) for fn in order}
-        nat.append(times[native])
-        ref.append(times[reference])
-        ratios.append(times[reference] / times[native])
+    r = paired(lambda region: step(model, x, t, region), native, reference, a.pairs, a.warmup)
+    empty = {fn: empty_region(fn) for fn in (native, reference)}
     ms = 1e3
-    empty = {}
-    for fn in (native, reference):
-        samples = []
-        for _ in range(50):
-            start = time.perf_counter()
-            with fn():
-                pass
-            samples.append(time.perf_counter() - start)
-        empty[fn] = statistics.median(samples)
     print(
         f"encoder block {a.size} (batch {batch}, seq {seq}, d {d}, heads {heads}), {a.dtype}, "
         f"{a.pairs} paired fwd+bwd steps, torch {torch.__version__}, {torch.get_num_threads()} threads"
     )
-    print(f"  native    median {statistics.median(nat) * ms:8.3f} ms")
-    print(f"  reference median {statistics.median(ref) * ms:8.3f} ms")
+    print(f"  native    median {r.native * ms:8.3f} ms")
+    print(f"  reference median {r.reference * ms:8.3f} ms")
     print(
-        f"  empty region enter+exit: native {empty[native] * ms:.3f} ms, "
-        f"reference {empty[reference] * ms:.3f} ms (kernels registered at each outermost entry)"
+        f"  empty region enter+exit: native {empty[native] * ms:.4f} ms, "
+        f"reference {empty[reference] * ms:.4f} ms (target <= 0.05 ms)"
     )
-    print(f"  overhead ratio (median of paired ratios): {statistics.median(ratios):.3f}x  (target <= 1.3x)")
+    print(f"  overhead ratio (median of paired ratios): {r.ratio:.3f}x  (target <= 1.1x)")
+    print(f"  load average: {os.getloadavg()[0]:.2f}")
     return 0
 
 

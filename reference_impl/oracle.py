@@ -9,14 +9,14 @@ dispatch key excluded, so only the kernels below autocast run (CPU, CUDA...).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
 
 from autocast_spec.model import Policy, Spec
 
-from .policy import AutocastState, CastPlan, decide
+from .policy import ArgCast, AutocastState, CastPlan, decide
 from .signatures import Path, signature
 from .torch_registry import op_overload
 
@@ -89,12 +89,33 @@ def bind_all(op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[l
     return out_args, out_kwargs
 
 
+CastFn = Callable[[ArgCast, torch.Tensor], torch.Tensor]
+"""How one planned cast is made: ``(cast, source) -> the tensor passed on``."""
+
+
+# Tensor.bfloat16() is Tensor.to(torch.bfloat16) without parsing to()'s overloads.
+_TO = {
+    torch.bfloat16: torch.Tensor.bfloat16,
+    torch.float16: torch.Tensor.half,
+    torch.float32: torch.Tensor.float,
+    torch.float64: torch.Tensor.double,
+}
+
+
+def to_dtype(cast: ArgCast, src: torch.Tensor) -> torch.Tensor:
+    """The plain cast: ``Tensor.to``, the same ``_to_copy`` native autocast makes."""
+    to = _TO.get(cast.to_dtype)
+    return to(src) if to is not None else src.to(cast.to_dtype)
+
+
 def apply_plan(
-    plan: CastPlan, args: Sequence[Any], kwargs: Mapping[str, Any]
+    plan: CastPlan, args: Sequence[Any], kwargs: Mapping[str, Any], cast: CastFn = to_dtype
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The arguments ``plan.target_op`` is called with; raises for refused calls.
 
-    Casts are ``Tensor.to(to_dtype)``, the same ``_to_copy`` native autocast makes.
+    Each of the plan's casts is made by ``cast`` (default :func:`to_dtype`); the
+    reference autocast passes one that serves weights from its cache and traces.
+    Then the dtype argument is set or appended as the plan says.
     """
     if plan.raises is not None:
         if plan.policy is Policy.BANNED:
@@ -102,8 +123,13 @@ def apply_plan(
         raise RuntimeError(plan.raises)
     a = list(args)
     k = dict(kwargs)
-    for cast in plan.casts:
-        _set(a, k, cast.path, _get(a, k, cast.path).to(cast.to_dtype))
+    for c in plan.casts:
+        path = c.path
+        if len(path) == 2 and path[0] == "args":  # the common case, without the path walk
+            i: int = path[1]  # type: ignore[assignment]
+            a[i] = cast(c, a[i])
+        else:
+            _set(a, k, path, cast(c, _get(a, k, path)))
     if plan.append_target is not None:
         a, k = bind_all(plan.op, a, k)
     if plan.set_dtype is not None:

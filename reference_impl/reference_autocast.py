@@ -1,21 +1,21 @@
 """The whole-program reference autocast: the spec's policy, in the dispatcher.
 
 ``autocast(device_type, ...)`` behaves like ``torch.autocast``: it sets the same
-thread-local autocast state (enabled, dtype, cache flag, nesting), so the
-``Autocast<Device>`` dispatch key is active exactly where native autocast would
-be. While at least one reference region is open in the process, this module
-keeps Python kernels registered at that key (with ``torch.library``) for every
-op the device spec lists; they ask the policy engine for the plan, make the
-casts (with the weight-cast cache) and redispatch below autocast. Ops the
-installed torch registers at the key but the spec does not list are registered
-as fallthrough, so they run untouched. Registering overrides the native
-kernels; destroying the library when the last region closes restores them.
+thread-local autocast state (enabled, dtype, cache flag, nesting), and while it is
+open the reference's kernels handle the device's autocast ops in this thread. Each
+kernel asks the policy engine for the plan (memoized per kind of call: dtypes,
+devices and the weight-cache properties of the tensors, other arguments by value),
+makes the casts through :func:`reference_impl.oracle.apply_plan` with the weight-cast
+cache and tracing plugged in, and calls on below autocast. Ops the installed torch
+autocasts but the spec does not list run untouched.
 
-Registration is this module's side effect and lives in :class:`_Registration`
-alone. Limits: kernels are process-wide, so while a reference region is open
-native autocast in *other* threads also follows the spec (without the weight
-cache); a reference region nested inside a native one clears its own cache when
-it exits.
+Where the kernels sit and how a region switches them on is
+:mod:`reference_impl.reference_dispatch`'s job: for cpu (and the other devices whose
+Autocast key ranks below the borrowed ``AutocastIPU``) they are installed once and
+switched on per thread, so entering a region registers nothing and native autocast
+in other threads is untouched; for mps, cuda and privateuse1 they are registered at
+the device's own key while a region is open. Limit: a reference region nested inside
+a native one clears its own cache when it exits.
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ import torch
 
 from autocast_spec.model import DeviceSpec, Policy, Spec
 
-from . import trace
+from . import reference_dispatch, trace
 from .dtypes import dtype_name
 from .installed_spec import load_installed_spec
-from .oracle import BannedOpError, _get, _set, bind_all
-from .policy import AutocastState, CastPlan, decide
+from .oracle import CastFn, apply_plan, to_dtype
+from .policy import ArgCast, AutocastState, CastPlan, decide
+from .reference_dispatch import DeviceKernels, Handler, Kernel, Registration
 from .signatures import Path, signature
-from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload, split_op_name
+from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,8 +80,35 @@ def clear_cache() -> None:
 
 
 # ---------------------------------------------------------------------------
-# The kernels
+# The weight-cast cache
 # ---------------------------------------------------------------------------
+
+
+def _from_cache(c: ArgCast, src: torch.Tensor, by_dtype: bool) -> tuple[torch.Tensor, bool]:
+    """``cached_cast``: the cast copy of a weight, made once per region; (copy, served from the cache)."""
+    key = (id(src), c.to_dtype) if by_dtype else id(src)
+    cache = _TLS.cache
+    entry = cache.get(key)
+    if entry is not None and entry[0]() is src:
+        return entry[1], True
+    new = to_dtype(c, src)
+    cache[key] = (weakref.ref(src), new)
+    return new, False
+
+
+def _cached_by_source(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
+    """The cast callback with the weight cache on (``rules.cache.key: source``)."""
+    if c.weight:
+        entry = _TLS.cache.get(id(src))
+        if entry is not None and entry[0]() is src:
+            return entry[1]
+        return _from_cache(c, src, False)[0]
+    return to_dtype(c, src)
+
+
+def _cached_by_source_and_dtype(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
+    """The cast callback with the weight cache on (``rules.cache.key: source_and_dtype``)."""
+    return _from_cache(c, src, True)[0] if c.weight else to_dtype(c, src)
 
 
 def _arg_name(op: str, path: Path) -> str:
@@ -89,198 +117,187 @@ def _arg_name(op: str, path: Path) -> str:
     return name + "".join(f"[{i}]" for i in rest)
 
 
-def _cast(
-    plan: CastPlan,
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    use_cache: bool,
-    record: bool,
-    by_dtype: bool = False,
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """``apply_plan`` with ``cached_cast``'s weight cache and tracing."""
-    a = list(args)
-    k = dict(kwargs)
+def _traced_cast(plan: CastPlan, use_cache: bool, by_dtype: bool) -> CastFn:
+    """The cast callback while ``trace_casts`` is open: casts as usual and records each cast."""
     policy = str(plan.policy)
-    for c in plan.casts:
-        src = _get(a, k, c.path)
-        hit = False
-        if c.weight and use_cache:
-            key = (id(src), c.to_dtype) if by_dtype else id(src)
-            entry = _TLS.cache.get(key)
-            if entry is not None and entry[0]() is src:
-                new, hit = entry[1], True
-            else:
-                new = src.to(c.to_dtype)
-                _TLS.cache[key] = (weakref.ref(src), new)
-        else:
-            new = src.to(c.to_dtype)
-        _set(a, k, c.path, new)
-        if record:
-            trace.emit(
-                trace.CastRecord(
-                    plan.op, _arg_name(plan.op, c.path), c.from_dtype, c.to_dtype, policy, hit, c.weight
-                )
-            )
-    if plan.append_target is not None:
-        a, k = bind_all(plan.op, a, k)
-    if plan.set_dtype is not None:
-        first = a[0] if a else None
-        for path in plan.dtype_paths:
-            if path[0] == "kwargs":
-                k[str(path[1])] = plan.set_dtype
-            else:
-                _set(a, k, path, plan.set_dtype)
-            if record:
-                src_dtype = first.dtype if isinstance(first, torch.Tensor) else None
-                trace.emit(
-                    trace.CastRecord(
-                        plan.op,
-                        str(path[-1]) if path[0] == "kwargs" else "dtype",
-                        src_dtype,
-                        plan.set_dtype,
-                        policy,
-                    )
-                )
-    return tuple(a), k
+
+    def cast(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
+        cached = c.weight and use_cache
+        new, hit = _from_cache(c, src, by_dtype) if cached else (to_dtype(c, src), False)
+        arg = _arg_name(plan.op, c.path)
+        trace.emit(trace.cast_record(plan.op, arg, c, src, new, policy, hit=hit, stored=cached and not hit))
+        return new
+
+    return cast
 
 
-def _make_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchKey) -> Callable[..., Any]:
-    below = torch._C.DispatchKeySet(key)
+def _trace_dtype_args(plan: CastPlan, args: Sequence[Any]) -> None:
+    if plan.set_dtype is None:
+        return
+    first = args[0] if args else None
+    src_dtype = first.dtype if isinstance(first, torch.Tensor) else None
+    for path in plan.dtype_paths:
+        arg = str(path[-1]) if path[0] == "kwargs" else "dtype"
+        trace.emit(trace.CastRecord(plan.op, arg, src_dtype, plan.set_dtype, str(plan.policy)))
+
+
+# ---------------------------------------------------------------------------
+# The plan memo: decide() once per kind of call
+# ---------------------------------------------------------------------------
+
+_MEMO_SIZE = 1024  # plans kept per op; the memo starts over when full
+_is_cached_tensor = torch._C._is_cached_tensor  # type: ignore[attr-defined]
+
+
+def _value_key(v: Any) -> Any:
+    """What ``decide`` may read of an argument: for a tensor, the properties eligibility and
+    the weight-cache rule look at; anything else by type and value."""
+    if isinstance(v, torch.Tensor):
+        return (v.dtype, v.device, v.requires_grad, v.is_leaf, v._is_view(), _is_cached_tensor(v))
+    if isinstance(v, (list, tuple)):
+        return (v.__class__, *[_value_key(x) for x in v])
+    return (v.__class__, v)
+
+
+def _call_key(dtype: torch.dtype, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    # Tensors inline (the common case, without a call per argument), the rest by _value_key.
+    key = [
+        (v.dtype, v.device, v.requires_grad, v.is_leaf, v._is_view(), _is_cached_tensor(v))
+        if isinstance(v, torch.Tensor)
+        else _value_key(v)
+        for v in args
+    ]
+    if kwargs:
+        key.extend((k, _value_key(v)) for k, v in kwargs.items())
+    return (dtype, *key)
+
+
+# ---------------------------------------------------------------------------
+# The kernels
+# ---------------------------------------------------------------------------
+
+# What a memoized call does: (plan, the target overload, untouched, a cast the cache may serve).
+_Step = tuple[CastPlan, Callable[..., Any], bool, bool]
+
+
+def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
+    """The reference's autocast of ``op`` on ``dspec.device``: plan (memoized), casts, call."""
     device = dspec.device
     rules = spec.rules
     info = spec.op_info(op)
-    banned = dspec.ops[op].policy is Policy.BANNED
+    memo: dict[Any, _Step] = {}
+    by_dtype = rules.cache.key == "source_and_dtype"
+    cached = _cached_by_source_and_dtype if by_dtype else _cached_by_source
+    inference_cache = rules.cache.in_inference_mode
+    guard = torch._C._ExcludeDispatchKeyGuard
+    get_dtype = torch.get_autocast_dtype
+    cache_enabled = torch.is_autocast_cache_enabled
+    inference = torch.is_inference_mode_enabled
+    tracing = trace.tracing
+
+    def decided(key: Any, dtype: torch.dtype, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Step:
+        plan = decide(dspec, rules, AutocastState(device, dtype, True), op, args, kwargs, info)
+        target = op_overload(plan.target_op)._op  # the C++ entry, without OpOverload.__call__
+        step = (plan, target, plan.untouched, any(c.weight for c in plan.casts))
+        if key is not None:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[key] = step
+        return step
+
+    def handle(
+        args: tuple[Any, ...], kwargs: dict[str, Any], below: torch._C.DispatchKeySet, in_region: bool
+    ) -> Any:
+        dtype = get_dtype(device)
+        try:
+            key: Any = _call_key(dtype, args, kwargs)
+            step = memo.get(key) or decided(key, dtype, args, kwargs)
+        except TypeError:  # an unhashable argument: decide without the memo
+            step = decided(None, dtype, args, kwargs)
+        plan, target, untouched, weights = step
+        if untouched:
+            with guard(below):
+                return target(*args, **kwargs)
+        if in_region and tracing():
+            use_cache = weights and cache_enabled() and (inference_cache or not inference())
+            with guard(below):
+                a, k = apply_plan(plan, args, kwargs, _traced_cast(plan, use_cache, by_dtype))
+                _trace_dtype_args(plan, args)
+                return target(*a, **k)
+        use_cache = weights and in_region and cache_enabled() and (inference_cache or not inference())
+        with guard(below):
+            a, k = apply_plan(plan, args, kwargs, cached if use_cache else to_dtype)
+            return target(*a, **k)
+
+    return handle
+
+
+def _always_on(op: str, handle: Handler, dspec: DeviceSpec, key: torch._C.DispatchKey) -> Kernel:
+    below = torch._C.DispatchKeySet(key)
+    device = dspec.device
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        region = _innermost(device)
-        state = AutocastState(device, torch.get_autocast_dtype(device), True)
-        plan = decide(dspec, rules, state, op, args, kwargs, info)
-        if plan.raises is not None:
-            raise BannedOpError(plan.raises) if banned else RuntimeError(plan.raises)
-        use_cache = region is not None and torch.is_autocast_cache_enabled()
-        if torch.is_inference_mode_enabled() and not rules.cache.in_inference_mode:
-            use_cache = False
-        record = region is not None and trace.tracing()
-        with torch._C._ExcludeDispatchKeyGuard(below):
-            if plan.untouched:
-                return op_overload(op)(*args, **kwargs)
-            a, k = _cast(plan, args, kwargs, use_cache, record, rules.cache.key == "source_and_dtype")
-            return op_overload(plan.target_op)(*a, **k)
+        return handle(args, kwargs, below, _innermost(device) is not None)
 
+    banned = dspec.ops[op].policy is Policy.BANNED
     kernel.__name__ = f"reference_autocast[{op}]" + ("(banned)" if banned else "")
     return kernel
 
 
-Kernel = Callable[..., Any]
-_PLANS: dict[tuple[int, str], tuple[Spec, tuple[tuple[str, str, Kernel], ...]]] = {}
+def _make_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchKey) -> Kernel:
+    """A plain kernel for ``op`` at ``key`` (the device's Autocast key): the spec's policy
+    wherever it runs, with the weight cache inside a reference region of the device."""
+    return _always_on(op, _handler(op, dspec, spec), dspec, key)
 
 
-def _install_plan(spec: Spec, dspec: DeviceSpec) -> tuple[tuple[str, str, Kernel], ...]:
-    """(namespace, "name.overload", kernel) for every op: reference kernels for the
-    spec's ops, fallthrough for ops torch registers at the key that the spec omits.
-    Built once per spec and device (registration happens at every outermost entry)."""
-    key = (id(spec), dspec.device)
-    cached = _PLANS.get(key)
-    if cached is not None and cached[0] is spec:
-        return cached[1]
-    autocast_key = dispatch_key(dspec.dispatch_key)
-    plan: list[tuple[str, str, Kernel]] = []
-    native = autocast_registrations(dspec.dispatch_key)
-    for op in sorted(dspec.ops):
-        if op_exists(op):
-            ns, name, overload = split_op_name(op)
-            kernel = _make_kernel(op, dspec, spec, autocast_key)
-            plan.append((ns, f"{name}.{overload}" if overload else name, kernel))
-    for op in sorted(native - set(dspec.ops)):
-        ns, name, overload = split_op_name(op)
-        plan.append((ns, f"{name}.{overload}" if overload else name, torch.library.fallthrough_kernel))
-    _PLANS[key] = (spec, tuple(plan))
-    return tuple(plan)
+_KERNELS: dict[tuple[int, str], DeviceKernels] = {}
+_KERNELS_KEPT = 32  # specs whose kernels are kept built
 
 
-class _Registration:
-    """The kernels of one device spec at its Autocast key, shared by all open regions.
-
-    Opened by the first region (any thread) and destroyed by the last, which
-    restores the native kernels.
-    """
-
-    _lock = threading.Lock()
-    _open: dict[str, tuple[_Registration, int]] = {}  # dispatch key -> (registration, users)
-
-    def __init__(self, spec: Spec, dspec: DeviceSpec) -> None:
-        self.spec = spec
-        self.dspec = dspec
-        self.libs: dict[str, torch.library.Library] = {}
-
-    def _lib(self, ns: str) -> torch.library.Library:
-        if ns not in self.libs:
-            self.libs[ns] = torch.library.Library(ns, "IMPL")
-        return self.libs[ns]
-
-    def _install(self) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-            for ns, name, kernel in _install_plan(self.spec, self.dspec):
-                self._lib(ns).impl(name, kernel, self.dspec.dispatch_key)
-
-    def _uninstall(self) -> None:
-        for lib in self.libs.values():
-            lib._destroy()
-        self.libs.clear()
-
-    @classmethod
-    def acquire(cls, spec: Spec, dspec: DeviceSpec) -> None:
-        with cls._lock:
-            current = cls._open.get(dspec.dispatch_key)
-            if current is None:
-                reg = cls(spec, dspec)
-                reg._install()
-                cls._open[dspec.dispatch_key] = (reg, 1)
-                return
-            reg, users = current
-            if reg.spec is not spec and reg.spec.content_hash != spec.content_hash:
-                raise RuntimeError(
-                    f"a reference autocast region for {dspec.device} with another spec is open; "
-                    "close it before opening one with a different spec"
-                )
-            cls._open[dspec.dispatch_key] = (reg, users + 1)
-
-    @classmethod
-    def release(cls, dspec: DeviceSpec) -> None:
-        with cls._lock:
-            reg, users = cls._open[dspec.dispatch_key]
-            if users == 1:
-                del cls._open[dspec.dispatch_key]
-                reg._uninstall()
-            else:
-                cls._open[dspec.dispatch_key] = (reg, users - 1)
-
-    @classmethod
-    def active(cls, dispatch_key: str) -> bool:
-        return dispatch_key in cls._open
+def device_kernels(spec: Spec, dspec: DeviceSpec) -> DeviceKernels:
+    """The reference's kernels for one spec and device, built once."""
+    cache_key = (id(spec), dspec.device)
+    built = _KERNELS.get(cache_key)
+    if built is not None and built.spec is spec:
+        return built
+    native_key = dispatch_key(dspec.dispatch_key)
+    handlers = {op: _handler(op, dspec, spec) for op in sorted(dspec.ops) if op_exists(op)}
+    built = DeviceKernels(
+        spec=spec,
+        device=dspec.device,
+        dispatch_key=dspec.dispatch_key,
+        handlers=handlers,
+        always_on={op: _always_on(op, h, dspec, native_key) for op, h in handlers.items()},
+        native_only=autocast_registrations(dspec.dispatch_key) - set(dspec.ops),
+    )
+    if len(_KERNELS) >= _KERNELS_KEPT:
+        _KERNELS.clear()
+    _KERNELS[cache_key] = built
+    return built
 
 
 @contextlib.contextmanager
 def kernels_installed(device_type: str, spec: Spec | None = None) -> Iterator[None]:
     """Keep the reference kernels registered at ``device_type``'s Autocast key, without
     entering autocast: native autocast regions (``torch.autocast``, or the thread-local
-    state set directly) then follow the spec too. This is how the conformance suite
-    runs with the reference standing in for a backend's autocast (self-conformance).
-    The weight-cast cache stays the reference region's: only ``autocast`` regions cache.
+    state set directly) in every thread then follow the spec too. This is how the
+    conformance suite runs with the reference standing in for a backend's autocast
+    (self-conformance). The weight-cast cache stays the reference region's: only
+    ``autocast`` regions cache.
     """
     s = spec if spec is not None else default_spec()
-    dspec = s.device(device_type)
-    _Registration.acquire(s, dspec)
+    kernels = device_kernels(s, s.device(device_type))
+    Registration.acquire(kernels)
     try:
         yield
     finally:
-        _Registration.release(dspec)
+        Registration.release(kernels)
 
 
 def registered(device_type: str, spec: Spec | None = None) -> bool:
-    """Whether reference kernels are installed now for ``device_type``."""
-    return _Registration.active((spec or default_spec()).device(device_type).dispatch_key)
+    """Whether reference kernels handle ``device_type``'s autocast in this thread now."""
+    dspec = (spec or default_spec()).device(device_type)
+    return reference_dispatch.intercepting(device_type, dspec.dispatch_key)
 
 
 # ---------------------------------------------------------------------------
@@ -321,6 +338,7 @@ class autocast:  # lower case: mirrors torch.autocast
             enabled = False
         self._enabled = enabled
         self._prev: tuple[bool, torch.dtype, bool] | None = None
+        self._kernels: DeviceKernels | None = None
 
     def __enter__(self) -> autocast:
         self._prev = (
@@ -328,7 +346,8 @@ class autocast:  # lower case: mirrors torch.autocast
             torch.get_autocast_dtype(self.device),
             torch.is_autocast_cache_enabled(),
         )
-        _Registration.acquire(self.spec, self.dspec)
+        kernels = device_kernels(self.spec, self.dspec)
+        reference_dispatch.enter(kernels)
         try:
             torch.set_autocast_enabled(self.device, self._enabled)
             torch.set_autocast_dtype(self.device, self.fast_dtype)
@@ -336,8 +355,9 @@ class autocast:  # lower case: mirrors torch.autocast
             torch.set_autocast_cache_enabled(self._cache_enabled)
             _TLS.regions.append(self)
         except BaseException:
-            _Registration.release(self.dspec)
+            reference_dispatch.leave(kernels)
             raise
+        self._kernels = kernels
         return self
 
     def __exit__(
@@ -357,7 +377,9 @@ class autocast:  # lower case: mirrors torch.autocast
         torch.set_autocast_dtype(self.device, dtype)
         torch.set_autocast_cache_enabled(cache)
         self._prev = None
-        _Registration.release(self.dspec)
+        kernels, self._kernels = self._kernels, None
+        if kernels is not None:
+            reference_dispatch.leave(kernels)
         return False
 
     def __call__(self, func: F) -> F:

@@ -1,14 +1,17 @@
-"""Cast tracing: see every cast the reference autocast makes.
+"""Cast tracing: see every cast the reference autocast makes, and where in a model.
 
 ::
 
-    with reference_impl.trace_casts() as log, reference_impl.autocast("cpu"):
+    with reference_impl.trace_casts(model) as log, reference_impl.autocast("cpu"):
         loss = model(x).sum()
-    print(log)          # a table: op, argument, from -> to, policy, cached
+    print(log)            # one row per cast: op, argument, from -> to, policy, cache
+    print(log.report())   # grouped by module and by op: casts, bytes, cache hits, what was cast
 
 Records come only from op calls the reference autocast handles in this thread;
 outside a reference region nothing is recorded. The log is filled as the
-program runs and can be read inside or after the ``with`` block.
+program runs and can be read inside or after the ``with`` block. With a model,
+each record names the innermost module whose ``forward`` was running (forward
+pre-hooks and hooks on every submodule, removed when the block ends).
 """
 
 from __future__ import annotations
@@ -19,8 +22,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
+from .cast_report import CastReport
 from .dtypes import dtype_name
+from .policy import ArgCast
+
+INPUT, WEIGHT, ACTIVATION = "input", "weight", "activation"
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,13 @@ class CastRecord:
     ``arg`` names the schema argument (``weight``, ``tensors[1]``, ``dtype``).
     ``weight``: the argument is a weight-cache candidate (float32 leaf requiring
     grad). ``cached``: the cast was served from the weight-cast cache, so no new
-    copy was made.
+    copy was made; ``stored``: the copy made was stored in the cache.
+    ``kind``: what was cast: ``weight`` (an ``nn.Parameter``), ``activation`` (a
+    tensor autograd computed: it has a ``grad_fn``) or ``input`` (any other tensor:
+    data, buffers, and, under ``torch.no_grad()``, intermediate results too); empty
+    for a dtype argument. ``module``: the qualified name of the innermost module
+    running (``""``: the traced model itself; None: outside it or no model given).
+    ``nbytes``: the size of the copy made (0 when served from the cache).
     """
 
     op: str
@@ -40,6 +54,17 @@ class CastRecord:
     policy: str
     cached: bool = False
     weight: bool = False
+    kind: str = ""
+    module: str | None = None
+    nbytes: int = 0
+    stored: bool = False
+
+
+def kind_of(t: torch.Tensor) -> str:
+    """``weight``, ``activation`` or ``input`` (see :class:`CastRecord`)."""
+    if isinstance(t, nn.Parameter):
+        return WEIGHT
+    return ACTIVATION if t.grad_fn is not None else INPUT
 
 
 def _short(dtype: torch.dtype | None) -> str:
@@ -65,19 +90,26 @@ class CastLog:
         """The records that made a new tensor (casts not served from the cache)."""
         return [r for r in self.records if not r.cached and r.arg != "dtype"]
 
+    def report(self) -> CastReport:
+        """The records summed up by module and by op (a table, or JSON)."""
+        return CastReport(self.records)
+
     def table(self) -> str:
-        """Columns: op, argument, dtypes, policy; cache: ``hit`` (served from the
-        weight cache), ``weight`` (a weight cast, cached when the cache is on)."""
-        head = ("#", "op", "arg", "from", "to", "policy", "cache")
+        """Columns: op, argument, kind, module, dtypes, policy; cache: ``hit`` (served from
+        the weight cache), ``stored`` (a weight cast kept for reuse), ``weight`` (a weight
+        cast made with the cache off)."""
+        head = ("#", "op", "arg", "kind", "module", "from", "to", "policy", "cache")
         rows = [
             (
                 str(i),
                 r.op,
                 r.arg,
+                r.kind,
+                "" if r.module is None else r.module or "(model)",
                 _short(r.from_dtype),
                 _short(r.to_dtype),
                 r.policy,
-                "hit" if r.cached else ("weight" if r.weight else ""),
+                "hit" if r.cached else "stored" if r.stored else "weight" if r.weight else "",
             )
             for i, r in enumerate(self.records)
         ]
@@ -102,6 +134,7 @@ class CastLog:
 class _Active(threading.local):
     def __init__(self) -> None:
         self.logs: list[CastLog] = []
+        self.modules: list[str] = []  # the module stack of traced models, innermost last
 
 
 _ACTIVE = _Active()
@@ -118,12 +151,59 @@ def emit(record: CastRecord) -> None:
         log.records.append(record)
 
 
+def cast_record(
+    op: str, arg: str, c: ArgCast, src: torch.Tensor, new: torch.Tensor, policy: str, hit: bool, stored: bool
+) -> CastRecord:
+    """The record of one cast the reference made (``new``: the tensor passed on)."""
+    modules = _ACTIVE.modules
+    return CastRecord(
+        op,
+        arg,
+        c.from_dtype,
+        c.to_dtype,
+        policy,
+        cached=hit,
+        weight=c.weight,
+        kind=kind_of(src),
+        module=modules[-1] if modules else None,
+        nbytes=0 if hit else new.numel() * new.element_size(),
+        stored=stored,
+    )
+
+
 @contextlib.contextmanager
-def trace_casts() -> Iterator[CastLog]:
-    """Record the casts the reference autocast makes in this thread inside the block."""
+def _module_names(model: nn.Module) -> Iterator[None]:
+    """While open, ``_ACTIVE.modules[-1]`` names the innermost submodule of ``model`` running."""
+    stack = _ACTIVE.modules
+    depth = len(stack)
+    handles = []
+
+    def enter(name: str) -> None:
+        stack.append(name)
+
+    def leave(name: str) -> None:
+        if stack and stack[-1] == name:
+            stack.pop()
+
+    for name, module in model.named_modules():
+        handles.append(module.register_forward_pre_hook(lambda *_, n=name: enter(n)))
+        handles.append(module.register_forward_hook(lambda *_, n=name: leave(n), always_call=True))
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+        del stack[depth:]
+
+
+@contextlib.contextmanager
+def trace_casts(model: nn.Module | None = None) -> Iterator[CastLog]:
+    """Record the casts the reference autocast makes in this thread inside the block;
+    with ``model``, each record names the submodule that made it."""
     log = CastLog()
     _ACTIVE.logs.append(log)
     try:
-        yield log
+        with _module_names(model) if model is not None else contextlib.nullcontext():
+            yield log
     finally:
         _ACTIVE.logs.remove(log)

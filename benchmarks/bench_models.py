@@ -1,0 +1,91 @@
+"""Overhead of reference_impl.autocast vs torch.autocast on real architectures (Hugging Face).
+
+Tiny BERT, GPT-2, Llama, T5, ViT and ConvNeXt models built from configs with random
+weights (``benchmarks/hf_models.py``; needs ``pip install -e ".[bench]"``), batch 2,
+one training step each: a region around the forward pass and the loss, backward after
+it. Native and reference steps alternate (paired runs, the order flipped every pair),
+so drift in machine load hits both alike; the figure per model and dtype is the median
+of the per-pair ratios. Then the cost of entering and leaving an empty region, native
+and reference. Nothing is asserted: the script prints figures (targets: each model
+<= 1.2x, region enter+exit <= 0.05 ms).
+
+    python benchmarks/bench_models.py [--pairs 30] [--models bert,gpt2] [--dtypes bfloat16,float16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import hf_models
+import torch
+from paired import Paired, Region, empty_region, paired
+
+import reference_impl
+
+
+def step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], region: Region) -> float:
+    start = time.perf_counter()
+    with region():
+        loss = hf_models.loss_of(model, inputs)
+    loss.backward()
+    model.zero_grad(set_to_none=True)
+    return time.perf_counter() - start
+
+
+def measure(name: str, dtype: torch.dtype, pairs: int, warmup: int) -> Paired:
+    model, inputs = hf_models.build(name)
+    return paired(
+        lambda region: step(model, inputs, region),
+        lambda: torch.autocast("cpu", dtype=dtype),
+        lambda: reference_impl.autocast("cpu", dtype=dtype),
+        pairs,
+        warmup,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pairs", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--models", default=",".join(hf_models.MODELS), help="comma-separated, of: %(default)s")
+    p.add_argument("--dtypes", default="bfloat16,float16")
+    # Tiny models at batch 2 gain nothing from intra-op threads; on a shared machine a second
+    # thread only adds scheduling noise to both sides. 0 leaves torch's default.
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (0: leave as is)")
+    a = p.parse_args(argv)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    names = a.models.split(",")
+    unknown = [n for n in names if n not in hf_models.MODELS]
+    if unknown:
+        print(
+            f"error: --models: unknown {unknown}; choose from {','.join(hf_models.MODELS)}", file=sys.stderr
+        )
+        return 2
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {a.pairs} paired fwd+bwd steps, "
+        f"batch {hf_models.BATCH}; load average before: {os.getloadavg()[0]:.2f}"
+    )
+    print(f"  {'model':9s} {'dtype':9s} {'native ms':>10s} {'ref ms':>10s} {'ratio':>7s}")
+    worst = 0.0
+    for name in names:
+        for dname in a.dtypes.split(","):
+            r = measure(name, getattr(torch, dname), a.pairs, a.warmup)
+            worst = max(worst, r.ratio)
+            print(f"  {name:9s} {dname:9s} {r.native * 1e3:10.2f} {r.reference * 1e3:10.2f} {r.ratio:6.3f}x")
+    print(f"  worst ratio: {worst:.3f}x  (target <= 1.2x)")
+    nat_region = empty_region(lambda: torch.autocast("cpu"))
+    ref_region = empty_region(lambda: reference_impl.autocast("cpu"))
+    print(
+        f"  empty region enter+exit: native {nat_region * 1e3:.4f} ms, reference {ref_region * 1e3:.4f} ms "
+        "(target <= 0.05 ms)"
+    )
+    print(f"  load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""Where the reference autocast's kernels sit in the dispatcher, and how they are switched on.
+
+Two mechanisms, chosen per device by where its native Autocast key sits:
+
+* **The reference key** (devices whose native key ranks below it: cpu, mtia, maia,
+  xpu). The reference borrows :data:`REFERENCE_KEY`, an Autocast dispatch key no
+  backend of this torch uses (``AutocastIPU``, among the Autocast keys: above
+  autograd and below functorch's keys, where native autocast sits). Its kernels
+  are registered there once per process, with a fallthrough fallback for every
+  other op, and stay. A thread switches them on by adding the key to its
+  thread-local dispatch key set while it has a reference region open (so
+  ``torch.is_autocast_enabled("ipu")`` reads True there): entering a region
+  registers nothing, native kernels are never overridden, and other threads never
+  see the reference. A kernel asks the dispatch key set of the call whether native
+  autocast would have run (the device's Autocast key is there: autocast enabled
+  and an argument on the device) and, if not, redispatches untouched.
+* **The native key** (mps, cuda, privateuse1, hpu: keys above the borrowed one, so
+  the native kernel would run first). Kernels are registered at the device's own
+  Autocast key while a region is open anywhere in the process (:class:`Registration`),
+  as :func:`reference_impl.reference_autocast.kernels_installed` does for the
+  conformance suite's self-conformance runs.
+
+This module owns both side effects; it knows nothing of policies: the per-op
+handlers come in a :class:`DeviceKernels`.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from autocast_spec.model import Spec
+
+from .torch_registry import autocast_registrations, dispatch_key, op_overload, split_op_name
+
+REFERENCE_KEY_NAME = "AutocastIPU"
+REFERENCE_KEY = dispatch_key(REFERENCE_KEY_NAME)
+
+Handler = Callable[[tuple[Any, ...], dict[str, Any], torch._C.DispatchKeySet, bool], Any]
+"""``handler(args, kwargs, below, in_region)``: the reference's autocast for one op on one
+device: plan, casts, then the call with the keys ``below`` excluded. ``in_region``: a
+reference region of the device is open in this thread (its weight cache and tracing apply)."""
+
+Kernel = Callable[..., Any]
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceKernels:
+    """The reference's kernels for one spec on one device.
+
+    ``handlers``: one per spec op this torch has; ``always_on``: the same as plain
+    kernels for the device's own Autocast key (they check the region themselves);
+    ``native_only``: ops torch registers at that key that the spec does not list
+    (the reference leaves them untouched).
+    """
+
+    spec: Spec
+    device: str
+    dispatch_key: str
+    handlers: Mapping[str, Handler]
+    always_on: Mapping[str, Kernel]
+    native_only: frozenset[str]
+
+    @property
+    def native_key(self) -> torch._C.DispatchKey:
+        return dispatch_key(self.dispatch_key)
+
+    @property
+    def switched(self) -> bool:
+        """Runs at the reference key, switched per thread (else: registered at the native key)."""
+        return _rank(self.native_key) < _rank(REFERENCE_KEY)
+
+
+def _rank(key: torch._C.DispatchKey) -> int:
+    """The key's place in the dispatch order: a higher one runs first."""
+    rank: int = key.value
+    return rank
+
+
+def _same_spec(a: Spec, b: Spec) -> bool:
+    return a is b or a.content_hash == b.content_hash
+
+
+def _another_spec(device: str) -> RuntimeError:
+    return RuntimeError(
+        f"a reference autocast region for {device} with another spec is open; "
+        "close it before opening one with a different spec"
+    )
+
+
+def _library(libs: dict[str, torch.library.Library], ns: str) -> torch.library.Library:
+    if ns not in libs:
+        libs[ns] = torch.library.Library(ns, "IMPL")
+    return libs[ns]
+
+
+def _impl_name(op: str) -> tuple[str, str]:
+    ns, name, overload = split_op_name(op)
+    return ns, f"{name}.{overload}" if overload else name
+
+
+# ---------------------------------------------------------------------------
+# The reference key: registered once, switched per thread
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Active:
+    """One device with reference regions open in this thread."""
+
+    kernels: DeviceKernels
+    native_key: torch._C.DispatchKey
+    handlers: Mapping[str, Handler]
+    regions: int
+    below: torch._C.DispatchKeySet  # excluded when a handler calls on
+
+
+class _Thread(threading.local):
+    def __init__(self) -> None:
+        self.devices: tuple[_Active, ...] = ()  # highest-ranked native key first
+        self.exclude = torch._C.DispatchKeySet(REFERENCE_KEY)  # for calls the reference leaves alone
+        self.saved: tuple[bool, bool] = (False, True)  # the key's (included, excluded) before
+
+
+_THREAD = _Thread()
+_LOCK = threading.Lock()
+_REF_LIBS: dict[str, torch.library.Library] = {}
+_REF_OPS: set[str] = set()
+
+
+def _trampoline(op: str) -> Callable[..., Any]:
+    call = op_overload(op)._op  # the C++ entry, without OpOverload.__call__
+    guard = torch._C._ExcludeDispatchKeyGuard
+
+    def kernel(keys: torch._C.DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+        t = _THREAD
+        for dev in t.devices:
+            # Native autocast runs where its key is in the call's key set: autocast enabled
+            # for the device and an argument on it.
+            if keys.has(dev.native_key):
+                handler = dev.handlers.get(op)
+                if handler is not None:
+                    return handler(args, kwargs, dev.below, True)
+        with guard(t.exclude):
+            return call(*args, **kwargs)
+
+    kernel.__name__ = f"reference_autocast_switch[{op}]"
+    return kernel
+
+
+def _install_reference_key(kernels: DeviceKernels) -> None:
+    """Register the switch kernels this spec needs at the reference key (once per op)."""
+    wanted = (set(kernels.handlers) | kernels.native_only) - _REF_OPS
+    if not wanted:
+        return
+    with _LOCK:
+        if not _REF_OPS:
+            foreign = autocast_registrations(REFERENCE_KEY_NAME)
+            if foreign:
+                raise RuntimeError(
+                    f"the reference autocast borrows the {REFERENCE_KEY_NAME} dispatch key, but another "
+                    f"library registered kernels there ({sorted(foreign)[:3]}...)"
+                )
+            fallback = torch.library.Library("_", "IMPL")
+            fallback.fallback(torch.library.fallthrough_kernel, REFERENCE_KEY_NAME)
+            _REF_LIBS["_"] = fallback
+        for op in sorted(wanted - _REF_OPS):
+            ns, name = _impl_name(op)
+            _library(_REF_LIBS, ns).impl(name, _trampoline(op), REFERENCE_KEY_NAME, with_keyset=True)
+            _REF_OPS.add(op)
+
+
+def _recompute(t: _Thread) -> None:
+    keys = torch._C.DispatchKeySet(REFERENCE_KEY)
+    for dev in t.devices:
+        keys = keys.add(dev.native_key)
+    t.exclude = keys
+    for dev in t.devices:
+        # Alone: the call goes straight below autocast. With other devices open: only this
+        # device's key is excluded, so the next device's reference kernel sees the call too.
+        dev.below = keys if len(t.devices) == 1 else torch._C.DispatchKeySet(dev.native_key)
+
+
+def _switch_on(kernels: DeviceKernels) -> None:
+    _install_reference_key(kernels)
+    t = _THREAD
+    for dev in t.devices:
+        if dev.kernels.device == kernels.device:
+            if not _same_spec(dev.kernels.spec, kernels.spec):
+                raise _another_spec(kernels.device)
+            dev.regions += 1
+            return
+    if not t.devices:
+        t.saved = (
+            torch._C._dispatch_tls_is_dispatch_key_included(REFERENCE_KEY),
+            torch._C._dispatch_tls_is_dispatch_key_excluded(REFERENCE_KEY),
+        )
+        torch._C._dispatch_tls_set_dispatch_key_included(REFERENCE_KEY, True)
+        torch._C._dispatch_tls_set_dispatch_key_excluded(REFERENCE_KEY, False)
+    new = _Active(kernels, kernels.native_key, kernels.handlers, 1, torch._C.DispatchKeySet(REFERENCE_KEY))
+    t.devices = tuple(sorted((*t.devices, new), key=lambda d: -_rank(d.native_key)))
+    _recompute(t)
+
+
+def _switch_off(kernels: DeviceKernels) -> None:
+    t = _THREAD
+    for dev in t.devices:
+        if dev.kernels.device == kernels.device:
+            dev.regions -= 1
+            if dev.regions == 0:
+                t.devices = tuple(d for d in t.devices if d is not dev)
+                _recompute(t)
+            break
+    if not t.devices:
+        included, excluded = t.saved
+        torch._C._dispatch_tls_set_dispatch_key_included(REFERENCE_KEY, included)
+        torch._C._dispatch_tls_set_dispatch_key_excluded(REFERENCE_KEY, excluded)
+
+
+def switched_on(device: str) -> bool:
+    """Whether this thread has the reference key switched on for ``device``."""
+    return any(d.kernels.device == device for d in _THREAD.devices)
+
+
+# ---------------------------------------------------------------------------
+# The native key: registered while in use, process-wide
+# ---------------------------------------------------------------------------
+
+
+class Registration:
+    """The always-on kernels of one device spec at its own Autocast key, shared by all users.
+
+    Opened by the first user (any thread) and destroyed by the last, which restores
+    the native kernels.
+    """
+
+    _lock = threading.Lock()
+    _open: dict[str, tuple[Registration, int]] = {}  # dispatch key -> (registration, users)
+
+    def __init__(self, kernels: DeviceKernels) -> None:
+        self.kernels = kernels
+        self.libs: dict[str, torch.library.Library] = {}
+
+    def _install(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            for op, kernel in sorted(self.kernels.always_on.items()):
+                ns, name = _impl_name(op)
+                _library(self.libs, ns).impl(name, kernel, self.kernels.dispatch_key)
+            for op in sorted(self.kernels.native_only):
+                ns, name = _impl_name(op)
+                _library(self.libs, ns).impl(
+                    name, torch.library.fallthrough_kernel, self.kernels.dispatch_key
+                )
+
+    def _uninstall(self) -> None:
+        for lib in self.libs.values():
+            lib._destroy()
+        self.libs.clear()
+
+    @classmethod
+    def acquire(cls, kernels: DeviceKernels) -> None:
+        with cls._lock:
+            current = cls._open.get(kernels.dispatch_key)
+            if current is None:
+                reg = cls(kernels)
+                reg._install()
+                cls._open[kernels.dispatch_key] = (reg, 1)
+                return
+            reg, users = current
+            if not _same_spec(reg.kernels.spec, kernels.spec):
+                raise _another_spec(kernels.device)
+            cls._open[kernels.dispatch_key] = (reg, users + 1)
+
+    @classmethod
+    def release(cls, kernels: DeviceKernels) -> None:
+        with cls._lock:
+            reg, users = cls._open[kernels.dispatch_key]
+            if users == 1:
+                del cls._open[kernels.dispatch_key]
+                reg._uninstall()
+            else:
+                cls._open[kernels.dispatch_key] = (reg, users - 1)
+
+    @classmethod
+    def active(cls, dispatch_key: str) -> bool:
+        return dispatch_key in cls._open
+
+
+# ---------------------------------------------------------------------------
+# What a region does
+# ---------------------------------------------------------------------------
+
+
+def enter(kernels: DeviceKernels) -> None:
+    """A reference region of ``kernels.device`` opens in this thread."""
+    if kernels.switched:
+        _switch_on(kernels)
+    else:
+        Registration.acquire(kernels)
+
+
+def leave(kernels: DeviceKernels) -> None:
+    """The region closes (its :func:`enter` succeeded)."""
+    if kernels.switched:
+        _switch_off(kernels)
+    else:
+        Registration.release(kernels)
+
+
+def intercepting(device: str, dispatch_key_name: str) -> bool:
+    """Whether reference kernels handle ``device``'s autocast in this thread now."""
+    return switched_on(device) or Registration.active(dispatch_key_name)
