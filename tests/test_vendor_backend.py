@@ -186,7 +186,7 @@ def test_broken_kernel_is_recorded_and_the_run_completes(
 ) -> None:
     status, op = BROKEN[deviation]
     out = tmp_path / "bundle"
-    cmd = suite_cmd("--expectations", str(mandatory_core_only), "--test-timeout", "15", "--certify", str(out))
+    cmd = suite_cmd("--expectations", str(mandatory_core_only), "--test-timeout", "10", "--certify", str(out))
     # the kernel breaks the first time any process runs it (the marker file says it did)
     cert = run(cmd, tmp_path, env(deviation, ACME_TRIP_ONCE=str(tmp_path / "tripped")))
     res = results(out)

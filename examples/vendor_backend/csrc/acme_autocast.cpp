@@ -6,10 +6,15 @@
 // spec the conformance suite checks these registrations against:
 //
 //   acme.yaml                                   here
-//   extends: cuda                               the AT_FORALL_* lists (CUDA uses the same)
+//   extends: privateuse1 (CUDA's policy)        the AT_FORALL_* lists (CUDA registers the same)
 //   remove: cudnn_convolution(_transpose)       not registered: acme has no cuDNN
 //   fp32: binary_cross_entropy                  CUDA bans it; acme computes it in float32
 //   fp32: batch_norm                            acme's batch norm keeps float32 statistics
+//
+// torch 2.13 registers no AutocastPrivateUse1 kernel, so these registrations add. Were a
+// release to register some, the library loaded later would win: the dispatcher keeps the
+// newest m.impl for an op and key (it warns once, "Overriding a previously registered
+// kernel", and lists the older one as inactive in torch._C._dispatch_dump).
 //
 // ACME_DEVIATION plants one thing a vendor must not ship (tests/test_vendor_backend.py
 // builds each into its own library and checks that certification catches it):
