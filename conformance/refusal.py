@@ -53,19 +53,6 @@ def skip_if_refused(autocast_error: BaseException | None, raw: Outcome) -> None:
         pytest.skip(reason)
 
 
-def reference_cannot_run(target: Target, expected: Outcome) -> str | None:
-    """The skip reason when the reference ran on another device than the backend and that
-    device has no kernel for the call (``NotImplementedError``: an op only the backend's
-    device family implements, e.g. CUDA's fused RNN cells on a CPU reference), else None.
-    Nothing can be compared there; on the backend itself it can."""
-    if target.reference_device == target.device or not isinstance(expected.error, NotImplementedError):
-        return None
-    return (
-        f"the reference device {target.reference_device} cannot run this call "
-        f"({error_text(expected.error)}); compare on the backend: --reference-device {target.device}"
-    )
-
-
 def raw_call(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Outcome:
     """``op`` called without autocast on the inputs the reference's cast plan gives it."""
     return run_oracle(target, lower, op, m)

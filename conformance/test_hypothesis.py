@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -69,7 +69,6 @@ def test_random_dtype_mixes(target: Target, lower: torch.dtype, request: pytest.
             assert_same_dtypes(case, r.native, r.expected, r.inputs, case.op, r.plan, both_raise_ok=True)
         else:
             r = numerics_call(target, case)
-            assume(refusal.reference_cannot_run(target, r.expected) is None)
             if r.native.error is not None and r.expected.error is not None:
                 assert type(r.native.error) is type(r.expected.error)
                 return

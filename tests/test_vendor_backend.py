@@ -19,6 +19,7 @@ second run compiles nothing and concurrent processes wait for one build.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -193,9 +194,7 @@ def test_broken_kernel_is_recorded_and_the_run_completes(
     broken = with_status(res, status)
     assert cert.rc == 1 and len(broken) == 1 and op in broken[0], (broken, cert.repro())
     assert statuses(res) == {"pass", "skip", status}, (statuses(res), cert.repro())
-    meta = certification(out)
-    assert len(res) == meta["tests"], "every collected test has a result"
+    collected = json.loads((out / "collected.json").read_text())
+    assert len(res) == len(collected), "every collected test has a result"
     assert any(op in t for t in with_status(res, "pass")), "the op's other tests ran after it broke"
-    assert not meta["verdict"]["conformant"] and f"not passing: 1 {status}" in meta["verdict"]["reasons"], (
-        meta
-    )
+    assert certification(out)["verdict"]["conformant"] is False, cert.repro()
