@@ -8,11 +8,13 @@ inherits its dtypes and unsupported-dtype rule, never its dispatch key or
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .model import DeviceSpec, OpPolicy, Policy, SourceLoc, UnsupportedDtypeRule, frozen_map
+from .env_overrides import apply_env_overrides
+from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, SourceLoc, UnsupportedDtypeRule, frozen_map
 from .problems import SpecProblem
 from .versions import Applicability
 from .yaml_source import YamlDocument
@@ -33,6 +35,11 @@ class RawDevice:
 
 def _entry(item: Any) -> dict[str, Any]:
     return {"op": item} if isinstance(item, str) else dict(item)
+
+
+def _by_dtype(e: Mapping[str, Any]) -> Mapping[str, Policy | None]:
+    """``by_dtype: {float16: fp32, bfloat16: none}`` -> dtype -> Policy (None: uncast)."""
+    return frozen_map({dt: None if p == "none" else Policy(p) for dt, p in (e.get("by_dtype") or {}).items()})
 
 
 def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) -> RawDevice:
@@ -69,6 +76,8 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
                         "raise, as {op: ..., message: ...}",
                     )
                 )
+            if policy is Policy.BANNED and e.get("by_dtype"):
+                probs.append(SpecProblem(doc.file, line, f"banned op {op}: 'by_dtype' is not for banned ops"))
             if policy is not Policy.BANNED and e.get("message"):
                 probs.append(SpecProblem(doc.file, line, f"{op}: 'message' is only for banned ops"))
             if not app.admits(e):
@@ -81,6 +90,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
                 since=e.get("since"),
                 until=e.get("until"),
                 note=e.get("note"),
+                by_dtype=_by_dtype(e),
             )
     removes = []
     for i, item in enumerate(d.get("remove") or []):
@@ -97,14 +107,22 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
             "builtin",
             "description",
             "torch",
+            "cast_cache",
+            "env_overrides",
+            "provenance",
         )
         if k in d
     }
     return RawDevice(doc, d["device"], d.get("extends"), ops, removes, fields, SourceLoc(doc.file, 1))
 
 
-def resolve_devices(raw: Mapping[str, RawDevice], probs: list[SpecProblem]) -> dict[str, DeviceSpec]:
-    """Every device with its ``extends`` chain applied; cycles, unknown parents and gaps to ``probs``."""
+def resolve_devices(
+    raw: Mapping[str, RawDevice], probs: list[SpecProblem], environ: Mapping[str, str] | None = None
+) -> dict[str, DeviceSpec]:
+    """Every device with its ``extends`` chain applied; cycles, unknown parents and gaps to ``probs``.
+
+    ``env_overrides`` are applied from ``environ`` (default: this process's environment).
+    """
     resolved: dict[str, DeviceSpec] = {}
     merged_fields: dict[str, dict[str, Any]] = {}
 
@@ -184,7 +202,11 @@ def resolve_devices(raw: Mapping[str, RawDevice], probs: list[SpecProblem]) -> d
                 )
             )
         ud = fields.get("unsupported_dtype")
-        resolved[name] = DeviceSpec(
+        overrides = tuple(
+            EnvOverride(o["variable"], tuple(Policy(p) for p in o["policies"]), o.get("note", ""))
+            for o in fields.get("env_overrides") or ()
+        )
+        ds = DeviceSpec(
             device=name,
             dispatch_key=fields["dispatch_key"],
             torch_versions=fields["torch"],
@@ -196,5 +218,9 @@ def resolve_devices(raw: Mapping[str, RawDevice], probs: list[SpecProblem]) -> d
             extends=r.extends,
             description=str(fields.get("description", "")).strip(),
             unsupported_dtype=UnsupportedDtypeRule(ud["action"], ud["message"]) if ud else None,
+            cast_cache=bool(fields.get("cast_cache", True)),
+            env_overrides=overrides,
+            provenance=frozen_map(fields.get("provenance") or {}),
         )
+        resolved[name] = apply_env_overrides(ds, os.environ if environ is None else environ)
     return resolved

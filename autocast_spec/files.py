@@ -4,6 +4,11 @@ With no paths: the bundled spec. A user's files that hold no ``rules`` file are
 overlaid on the bundled spec (a vendor's device file can ``extends: cuda``
 without copying anything); a device the user's files define replaces the
 bundled one of the same name.
+
+The out-of-tree vendor specs in ``spec/vendors/`` ship with the bundled spec but
+are read only when named (``--spec spec/vendors/torch_xla.yaml``, or the directory
+itself): a directory read as a spec skips its ``vendors/`` folder, so the built-in
+devices mean what they always meant (``vendor_spec_dir``).
 """
 
 from __future__ import annotations
@@ -29,12 +34,24 @@ def bundled_spec_dir() -> Path:
     return here.parent / "spec"  # an editable install or a checkout
 
 
+VENDORS = "vendors"
+
+
+def vendor_spec_dir() -> Path:
+    """The out-of-tree vendor specs shipped with the bundled spec (read only when named)."""
+    return bundled_spec_dir() / VENDORS
+
+
 def spec_files(paths: Iterable[Path]) -> list[Path]:
-    """Expand directories into their ``*.yaml`` files (recursively, sorted)."""
+    """Expand directories into their ``*.yaml`` files (recursively, sorted; not ``vendors/``)."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*.yaml") if q.is_file()))
+            out.extend(
+                sorted(
+                    q for q in p.rglob("*.yaml") if q.is_file() and VENDORS not in q.relative_to(p).parts[:-1]
+                )
+            )
         else:
             out.append(p)
     return out

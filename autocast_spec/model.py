@@ -23,6 +23,7 @@ class Policy(str, enum.Enum):
     FP32_SET_OPT_DTYPE = "fp32_set_opt_dtype"
     FP32_APPEND_DTYPE = "fp32_append_dtype"
     PROMOTE = "promote"
+    LOWER_FIRST_ARG = "lower_first_arg"  # a vendor's (Habana): only the first argument goes lower
     BANNED = "banned"
 
     def __str__(self) -> str:
@@ -58,6 +59,29 @@ class OpPolicy:
     since: str | None = None
     until: str | None = None
     note: str | None = None
+    # the policy under one autocast dtype when it is not ``policy`` (None: passes uncast)
+    by_dtype: Mapping[str, Policy | None] = field(default_factory=frozen_map)
+
+    def policy_under(self, dtype: str) -> Policy | None:
+        """The policy this op follows under autocast with lower dtype ``dtype`` (None: uncast)."""
+        return self.by_dtype.get(dtype, self.policy)
+
+    @property
+    def described(self) -> str:
+        """``fp32``, or with its dtype exceptions: ``lower_precision_fp (float16: fp32)``."""
+        if not self.by_dtype:
+            return self.policy.value
+        rest = ", ".join(f"{dt}: {p.value if p else 'none'}" for dt, p in sorted(self.by_dtype.items()))
+        return f"{self.policy.value} ({rest})"
+
+
+@dataclass(frozen=True)
+class EnvOverride:
+    """An environment variable whose file replaces the ops of ``policies`` (see the schema)."""
+
+    variable: str
+    policies: tuple[Policy, ...]
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,6 +105,10 @@ class DeviceSpec:
     extends: str | None = None
     description: str = ""
     unsupported_dtype: UnsupportedDtypeRule | None = None
+    cast_cache: bool = True  # False: weight casts are never cached on this device
+    env_overrides: tuple[EnvOverride, ...] = ()
+    provenance: Mapping[str, Any] = field(default_factory=frozen_map)  # out-of-tree specs: where read
+    notes: tuple[str, ...] = ()  # what the load did that the files do not say (env overrides applied)
 
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)

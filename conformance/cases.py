@@ -17,7 +17,7 @@ from autocast_spec.model import OpInfo, Policy, Rules
 from reference_impl.dtypes import NON_FLOATING
 from reference_impl.torch_registry import autocast_registrations, inplace_variant, op_exists, out_variant
 
-from .op_facts import has_optional_dtype, registry_sample, same_arguments, synthesizable
+from .op_facts import has_optional_dtype, registry_sample, same_arguments, synthesizable, takes_arguments_of
 from .runner import Mix, count_test_floats
 from .target import Target
 
@@ -70,6 +70,7 @@ DISCRIMINATING_MIX: dict[Policy, Mix] = {
     Policy.FP32_SET_OPT_DTYPE: ("lower",),
     Policy.FP32_APPEND_DTYPE: ("lower",),
     Policy.PROMOTE: ("lower", "float32"),
+    Policy.LOWER_FIRST_ARG: ("float32",),
     Policy.BANNED: ("float32",),
 }
 
@@ -115,8 +116,13 @@ def other_device(device: str) -> str:
     return "cpu" if device != "cpu" else "meta"
 
 
-def _listed(target: Target) -> list[tuple[str, Policy]]:
-    return [(op, e.policy) for op, e in sorted(target.device_spec.ops.items())]
+def _listed(target: Target, dtype: str | None = None) -> list[tuple[str, Policy]]:
+    """The listed ops with their policy: under ``dtype`` when given (``by_dtype``; an op that
+    passes uncast under it is left out), else the policy they are listed under."""
+    ops = sorted(target.device_spec.ops.items())
+    if dtype is None:
+        return [(op, e.policy) for op, e in ops]
+    return [(op, p) for op, e in ops if (p := e.policy_under(dtype)) is not None]
 
 
 def _info(target: Target, op: str) -> OpInfo | None:
@@ -139,7 +145,7 @@ def device_needed(target: Target, op: str) -> str | None:
 def op_policy(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:
-        for op, pol in _listed(target):
+        for op, pol in _listed(target, dtype):
             info = _info(target, op)
             if info is None or pol is Policy.BANNED:
                 continue
@@ -167,7 +173,7 @@ def entry_point_pairs(info: OpInfo) -> list[tuple[str, str]]:
 def entry_agreement(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:
-        for op, pol in _listed(target):
+        for op, pol in _listed(target, dtype):
             info = _info(target, op)
             if info is None or pol is Policy.BANNED:
                 continue
@@ -180,7 +186,7 @@ def entry_agreement(target: Target) -> list[Case]:
 def numerics(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:
-        for op, pol in _listed(target):
+        for op, pol in _listed(target, dtype):
             info = _info(target, op)
             if info is None or pol is Policy.BANNED:
                 continue
@@ -199,7 +205,8 @@ def _eligibility_entry(op: str, pol: Policy, kind: EligibilityKind) -> str | Non
         ip = inplace_variant(op)
         return ip if ip is not None and same_arguments(op, ip) else None
     if kind.name == OUT:
-        return out_variant(op)
+        ov = out_variant(op)
+        return ov if ov is not None and takes_arguments_of(op, ov) else None
     return op
 
 
@@ -208,7 +215,7 @@ def eligibility(target: Target) -> list[Case]:
     kinds = eligibility_kinds(target.spec.rules)
     out = []
     for dtype in target.dtypes:
-        for op, pol in _listed(target):
+        for op, pol in _listed(target, dtype):
             if _info(target, op) is None:
                 continue
             for kind in kinds:
@@ -319,7 +326,7 @@ def opt_dtype(target: Target) -> list[Case]:
 def autograd(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:
-        for op, pol in _listed(target):
+        for op, pol in _listed(target, dtype):
             if pol not in (Policy.LOWER_PRECISION_FP, Policy.FP32):
                 continue
             if _info(target, op) is None:

@@ -99,7 +99,7 @@ def promote_foreign(target: Target) -> list[Case]:
 def checkpoint(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:
-        for op, pol in _listed(target):
+        for op, pol in _listed(target, dtype):
             if pol not in GRAD_POLICIES or _info(target, op) is None:
                 continue
             for reentrant in ("reentrant", "non_reentrant"):
@@ -121,7 +121,7 @@ def checkpoint(target: Target) -> list[Case]:
 def functorch(target: Target) -> list[Case]:
     out = []
     for dtype in target.dtypes:
-        for op, pol in _listed(target):
+        for op, pol in _listed(target, dtype):
             info = _info(target, op)
             if info is None or pol is Policy.BANNED:
                 continue

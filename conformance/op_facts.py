@@ -30,6 +30,12 @@ def same_arguments(op: str, variant: str) -> bool:
     return types(op) == types(variant)
 
 
+def takes_arguments_of(op: str, out: str) -> bool:
+    """The ``out=`` variant ``out`` takes ``op``'s arguments (``mean.out`` needs a ``dim`` ``mean`` lacks)."""
+    ours = [str(a.type) for a in op_schema(op).arguments]
+    return ours == [str(a.type) for a in op_schema(out).arguments if not a.is_out]
+
+
 def has_optional_dtype(op: str) -> bool:
     try:
         return any(s.kind is SlotKind.OPTIONAL_DTYPE for s in signature(op).slots)

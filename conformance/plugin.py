@@ -11,6 +11,7 @@ import contextlib
 
 import pytest
 
+from autocast_spec.model import Policy
 from conformance.errors import usage_error
 from reference_impl.reference_autocast import kernels_installed
 
@@ -29,13 +30,8 @@ INSTALLED_KEY = pytest.StashKey[contextlib.ExitStack]()
 
 # The markers come from the category registry (conformance.registry).
 CATEGORY_MARKERS = markers()
-POLICY_MARKERS = (
-    "lower_precision_fp",
-    "fp32",
-    "fp32_set_opt_dtype",
-    "fp32_append_dtype",
-    "banned",
-)
+# one per policy (promote and banned are categories too: one marker serves both)
+POLICY_MARKERS = tuple(p.value for p in Policy if p.value not in CATEGORY_MARKERS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -194,7 +194,8 @@ def coverage(target: Target) -> dict[str, list[str]]:
             for case in cases(target, gen):
                 produced.setdefault(case.op, set()).add(c.name)
     rules = target.spec.rules
-    return {
-        op: [c for c in expected_categories(pol, rules) if c not in produced.get(op, set())]
-        for op, pol in C._listed(target)
-    }
+    owed: dict[str, set[str]] = {op: set() for op, _ in C._listed(target)}
+    for dtype in target.dtypes:  # the policies the ops follow under the dtypes tested (by_dtype)
+        for op, pol in C._listed(target, dtype):
+            owed[op].update(expected_categories(pol, rules))
+    return {op: sorted(c for c in owed[op] if c not in produced.get(op, set())) for op in owed}

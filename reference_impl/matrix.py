@@ -20,6 +20,7 @@ POLICY_COLOURS: dict[Policy, str] = {
     Policy.FP32_SET_OPT_DTYPE: "#fdd0a2",
     Policy.FP32_APPEND_DTYPE: "#fee6ce",
     Policy.PROMOTE: "#bcbddc",
+    Policy.LOWER_FIRST_ARG: "#c7e9c0",
     Policy.BANNED: "#e7969c",
 }
 

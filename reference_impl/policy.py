@@ -23,6 +23,12 @@ The rules follow PyTorch's ``aten/src/ATen/autocast_mode.h`` / ``.cpp``:
   with a dtype appended: float32 when the first argument is eligible, else the
   first argument's own dtype (``type_from_firstarg``).
 * ``banned``: raise the spec's message.
+* ``lower_first_arg`` (a vendor's policy: the Habana Gaudi bridge): only the
+  first argument, when eligible, is cast to the lower dtype.
+* An entry's ``by_dtype`` gives its policy under one lower dtype (IPEX: conv
+  lower under bfloat16, fp32 under float16; ``none``: uncast under that dtype).
+* A device whose ``cast_cache`` is false never marks a cast as a weight-cache
+  candidate (the Habana bridge casts afresh on every call).
 * Mutable schemas (in-place, ``out=``) and ops the device spec does not list
   are untouched.
 
@@ -216,18 +222,29 @@ def promote_type(
     return current
 
 
+@dataclass(frozen=True)
+class _Ctx:
+    """What every cast of one decision shares."""
+
+    policy: Policy
+    state: AutocastState
+    rules: Rules
+    eligible: Eligible
+    cache: bool  # the device caches weight casts (``cast_cache``)
+
+
 def _casts(
-    tensors: Sequence[tuple[Path, torch.Tensor]],
-    to_dtype: torch.dtype,
-    policy: Policy,
-    state: AutocastState,
-    rules: Rules,
-    eligible: Eligible,
+    tensors: Sequence[tuple[Path, torch.Tensor]], to_dtype: torch.dtype, ctx: _Ctx
 ) -> tuple[ArgCast, ...]:
     return tuple(
-        ArgCast(path, t.dtype, to_dtype, is_weight(t, to_dtype, policy, state, rules))
+        ArgCast(
+            path,
+            t.dtype,
+            to_dtype,
+            ctx.cache and is_weight(t, to_dtype, ctx.policy, ctx.state, ctx.rules),
+        )
         for path, t in tensors
-        if eligible(t) and t.dtype != to_dtype
+        if ctx.eligible(t) and t.dtype != to_dtype
     )
 
 
@@ -248,11 +265,15 @@ def decide(
         return _untouched(op, None, f"autocast state is for {state.device!r}, the spec for {device.device!r}")
     if entry is None:
         return _untouched(op, None, f"{op} is not listed by the {device.device} spec: falls through")
-    policy = entry.policy
+    under = dtype_name(state.dtype)
+    policy = entry.policy_under(under)
+    if policy is None:
+        return _untouched(op, None, f"{op}: passes uncast under {under} (by_dtype)")
     sig = signature(op)
     if rules.out_of_place_only and sig.mutable:
         return _untouched(op, policy, f"{op} mutates an argument (in-place or out=): never autocast")
     eligible = eligibility(rules, device.device)
+    ctx = _Ctx(policy, state, rules, eligible, device.cast_cache)
 
     if policy is Policy.BANNED:
         msg = entry.message or f"{op} is banned under {device.device} autocast"
@@ -260,7 +281,7 @@ def decide(
 
     if policy in (Policy.LOWER_PRECISION_FP, Policy.FP32):
         to = state.dtype if policy is Policy.LOWER_PRECISION_FP else torch.float32
-        casts = _casts(_tensor_args(sig, args, kwargs), to, policy, state, rules, eligible)
+        casts = _casts(_tensor_args(sig, args, kwargs), to, ctx)
         return CastPlan(
             op, policy, casts, None, None, None, f"{policy}: eligible tensors to {dtype_name(to)}"
         )
@@ -270,9 +291,17 @@ def decide(
         widest = promote_type(state, [t for _, t in tensors], eligible, rules)
         if isinstance(widest, str):
             return CastPlan(op, policy, (), None, None, widest, "promote: mixed lower-precision dtypes")
-        casts = _casts(tensors, widest, policy, state, rules, eligible)
+        casts = _casts(tensors, widest, ctx)
         return CastPlan(
             op, policy, casts, None, None, None, f"promote: widest eligible type {dtype_name(widest)}"
+        )
+
+    if policy is Policy.LOWER_FIRST_ARG:
+        at = slot_value(sig.slots[0], args, kwargs)[0] if sig.slots else None
+        firsts = [(p, t) for p, t in _tensor_args(sig, args, kwargs) if at and p[: len(at)] == at]
+        casts = _casts(firsts, state.dtype, ctx)
+        return CastPlan(
+            op, policy, casts, None, None, None, f"lower_first_arg: the first argument to {under}"
         )
 
     first = _first_arg(sig, args, kwargs)

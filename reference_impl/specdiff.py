@@ -157,12 +157,12 @@ def _diff_ops(a: DeviceSpec, b: DeviceSpec, hidden: set[str], tag: str | None, a
     for op in sorted((set(a.ops) | set(b.ops)) - hidden):
         ea, eb = a.ops.get(op), b.ops.get(op)
         if ea is None and eb is not None:
-            acc.added.append(OpEntry(op, eb.policy.value, tag))
+            acc.added.append(OpEntry(op, eb.described, tag))
         elif eb is None and ea is not None:
-            acc.removed.append(OpEntry(op, ea.policy.value, tag))
+            acc.removed.append(OpEntry(op, ea.described, tag))
         elif ea is not None and eb is not None:
-            if ea.policy is not eb.policy:
-                acc.changed.append(OpMove(op, ea.policy.value, eb.policy.value, tag))
+            if ea.described != eb.described:  # the policy, or its exceptions per dtype (by_dtype)
+                acc.changed.append(OpMove(op, ea.described, eb.described, tag))
             elif ea.message != eb.message:
                 acc.messages.append(Change(op, ea.message, eb.message, tag))
 
@@ -175,6 +175,11 @@ def _diff_dtypes(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> No
         acc.defaults.append(Change("unsupported_dtype.action", ua and ua.action, ub and ub.action, tag))
     if (ua and ua.message) != (ub and ub.message):
         acc.defaults.append(Change("unsupported_dtype.message", ua and ua.message, ub and ub.message, tag))
+    if a.cast_cache != b.cast_cache:
+        acc.defaults.append(Change("cast_cache", a.cast_cache, b.cast_cache, tag))
+    env_a, env_b = [o.variable for o in a.env_overrides], [o.variable for o in b.env_overrides]
+    if env_a != env_b:
+        acc.defaults.append(Change("env_overrides", env_a, env_b, tag))
     for dt in b.supported_dtypes:
         if dt not in a.supported_dtypes:
             acc.sup_added.append(Change(dt, None, dt, tag))

@@ -176,12 +176,9 @@ def impl_call(args: list[list[Token]], namespace: str, at: Token) -> Form:
         if k + 1 < len(fn) and fn[k + 1].text == "<":
             targs = split_args(_angle_args(fn, k + 1))
             if len(targs) >= 2 and "CastPolicy" in [t.text for t in targs[0]]:
-                dev = device_of_type(targs[1])
-                if dev is None:
-                    raise FormError(
-                        at, f"WrapFunction's device {spell(targs[1])!r} is not a DeviceType constant"
-                    )
-                return Form(op, _policy(targs[0], at), dev)
+                # a vendor's own WrapFunction may take no DeviceType (its casts are for its device):
+                # then the block's key says the device
+                return Form(op, _policy(targs[0], at), device_of_type(targs[1]))
         raise FormError(at, f"a WrapFunction without CastPolicy::POLICY, DeviceType: {spell(fn)!r}")
     name = function_name(fn)
     if name is None:

@@ -19,6 +19,8 @@ of atan2 is unimplemented (raises NotImplementedError), and cosh returns
 its result in the lower dtype. Environment switches plant what a vendor must
 not ship, for the tests of the tests:
 
+``NPU_SIM_SPEC=path.yaml``, ``NPU_SIM_NAME=tpu``  another vendor's device spec, and its device
+                                           name (spec/vendors/torch_npu.yaml, torch_tpu.yaml)
 ``NPU_SIM_DEVIATE=aten::op=policy[,...]``  register ``op`` with another policy than the spec says
 ``NPU_SIM_ABORT=aten::op``                  the kernel of ``op`` calls ``os.abort()`` once: the
                                            first call with eligible inputs, in any process,
@@ -39,20 +41,19 @@ from autocast_spec.model import Policy
 from reference_impl.installed_spec import load_installed_spec
 from reference_impl.torch_registry import op_overload, split_op_name
 
-DEVICE = "npu"
+try:  # imported as vendor_npu.npu_backend, or as the plugin npu_backend (this directory on the path)
+    from .sim_device_module import stand_in_module
+except ImportError:
+    from sim_device_module import stand_in_module  # type: ignore[no-redef]
+
+DEVICE = os.environ.get("NPU_SIM_NAME") or "npu"
 KEY = "AutocastPrivateUse1"
-SPEC_FILE = Path(__file__).with_name("npu.yaml")
+SPEC_FILE = Path(os.environ.get("NPU_SIM_SPEC") or Path(__file__).with_name("npu.yaml"))
 F32 = torch.float32
 
 
 def _device_module() -> types.ModuleType:
-    mod = types.ModuleType("torch_npu_sim")
-    mod.is_available = lambda: False  # type: ignore[attr-defined]
-    mod.is_initialized = lambda: True  # type: ignore[attr-defined]
-    mod.device_count = lambda: 1  # type: ignore[attr-defined]
-    mod.current_device = lambda: 0  # type: ignore[attr-defined]
-    mod._is_in_bad_fork = lambda: False  # type: ignore[attr-defined]
-    mod.manual_seed_all = lambda seed: None  # type: ignore[attr-defined]
+    mod = stand_in_module("torch_npu_sim")
     mod.get_device_name = lambda i=0: "Simulated NPU (FakeTensor)"  # type: ignore[attr-defined]
     mod.get_amp_supported_dtype = lambda: [torch.float16, torch.bfloat16]  # type: ignore[attr-defined]
     return mod
