@@ -25,7 +25,7 @@ import functools
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -37,6 +37,7 @@ from . import reference_dispatch, trace
 from .dtypes import dtype_name
 from .installed_spec import load_installed_spec
 from .oracle import CastFn, apply_plan, to_dtype
+from .plan_memo import MEMO_SIZE, call_key_for, positional_casts
 from .policy import ArgCast, AutocastState, CastPlan, decide
 from .reference_dispatch import DeviceKernels, Handler, Kernel, Registration
 from .signatures import Path, signature
@@ -108,7 +109,12 @@ def _cached_by_source(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
 
 def _cached_by_source_and_dtype(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
     """The cast callback with the weight cache on (``rules.cache.key: source_and_dtype``)."""
-    return _from_cache(c, src, True)[0] if c.weight else to_dtype(c, src)
+    if c.weight:
+        entry = _TLS.cache.get((id(src), c.to_dtype))
+        if entry is not None and entry[0]() is src:
+            return entry[1]
+        return _from_cache(c, src, True)[0]
+    return to_dtype(c, src)
 
 
 def _arg_name(op: str, path: Path) -> str:
@@ -142,42 +148,12 @@ def _trace_dtype_args(plan: CastPlan, args: Sequence[Any]) -> None:
 
 
 # ---------------------------------------------------------------------------
-# The plan memo: decide() once per kind of call
-# ---------------------------------------------------------------------------
-
-_MEMO_SIZE = 1024  # plans kept per op; the memo starts over when full
-_is_cached_tensor = torch._C._is_cached_tensor  # type: ignore[attr-defined]
-
-
-def _value_key(v: Any) -> Any:
-    """What ``decide`` may read of an argument: for a tensor, the properties eligibility and
-    the weight-cache rule look at; anything else by type and value."""
-    if isinstance(v, torch.Tensor):
-        return (v.dtype, v.device, v.requires_grad, v.is_leaf, v._is_view(), _is_cached_tensor(v))
-    if isinstance(v, (list, tuple)):
-        return (v.__class__, *[_value_key(x) for x in v])
-    return (v.__class__, v)
-
-
-def _call_key(dtype: torch.dtype, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    # Tensors inline (the common case, without a call per argument), the rest by _value_key.
-    key = [
-        (v.dtype, v.device, v.requires_grad, v.is_leaf, v._is_view(), _is_cached_tensor(v))
-        if isinstance(v, torch.Tensor)
-        else _value_key(v)
-        for v in args
-    ]
-    if kwargs:
-        key.extend((k, _value_key(v)) for k, v in kwargs.items())
-    return (dtype, *key)
-
-
-# ---------------------------------------------------------------------------
 # The kernels
 # ---------------------------------------------------------------------------
 
-# What a memoized call does: (plan, the target overload, untouched, a cast the cache may serve).
-_Step = tuple[CastPlan, Callable[..., Any], bool, bool]
+# What a memoized call does: (plan, the target overload, untouched, a cast the cache may serve,
+# the casts by argument index when that is all the plan does).
+_Step = tuple[CastPlan, Callable[..., Any], bool, bool, "tuple[tuple[int, ArgCast], ...] | None"]
 
 
 def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
@@ -186,6 +162,7 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     rules = spec.rules
     info = spec.op_info(op)
     memo: dict[Any, _Step] = {}
+    call_key = call_key_for(op, dspec, spec)
     by_dtype = rules.cache.key == "source_and_dtype"
     cached = _cached_by_source_and_dtype if by_dtype else _cached_by_source
     inference_cache = rules.cache.in_inference_mode
@@ -198,9 +175,9 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     def decided(key: Any, dtype: torch.dtype, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Step:
         plan = decide(dspec, rules, AutocastState(device, dtype, True), op, args, kwargs, info)
         target = op_overload(plan.target_op)._op  # the C++ entry, without OpOverload.__call__
-        step = (plan, target, plan.untouched, any(c.weight for c in plan.casts))
+        step = (plan, target, plan.untouched, any(c.weight for c in plan.casts), positional_casts(plan))
         if key is not None:
-            if len(memo) >= _MEMO_SIZE:
+            if len(memo) >= MEMO_SIZE:
                 memo.clear()
             memo[key] = step
         return step
@@ -210,11 +187,11 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     ) -> Any:
         dtype = get_dtype(device)
         try:
-            key: Any = _call_key(dtype, args, kwargs)
+            key: Any = call_key(dtype, args, kwargs)
             step = memo.get(key) or decided(key, dtype, args, kwargs)
         except TypeError:  # an unhashable argument: decide without the memo
             step = decided(None, dtype, args, kwargs)
-        plan, target, untouched, weights = step
+        plan, target, untouched, weights, positional = step
         if untouched:
             with guard(below):
                 return target(*args, **kwargs)
@@ -225,9 +202,16 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
                 _trace_dtype_args(plan, args)
                 return target(*a, **k)
         use_cache = weights and in_region and cache_enabled() and (inference_cache or not inference())
+        cast = cached if use_cache else to_dtype
         with guard(below):
-            a, k = apply_plan(plan, args, kwargs, cached if use_cache else to_dtype)
-            return target(*a, **k)
+            if positional is None:
+                a, k = apply_plan(plan, args, kwargs, cast)
+                return target(*a, **k)
+            # apply_plan's work for a plan of positional casts only, without its generality
+            b = list(args)
+            for i, c in positional:
+                b[i] = cast(c, b[i])
+            return target(*b, **kwargs)
 
     return handle
 
