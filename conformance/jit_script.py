@@ -180,6 +180,13 @@ def _script_control_flow(ctx: Setting) -> ScenarioOutcome:
     return run_twice(lambda: ctx.outputs(s(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
 
 
+def _runs(ctx: Setting, op: str) -> bool:
+    """The op's catalog sample runs on this torch (not ``intercept_only``: a Dimname overload
+    whose kernel needs named tensors, say)."""
+    info = ctx.spec.op_info(op)
+    return info is not None and not info.intercept_only
+
+
 def _cast_before(op: str, ctx: Setting, device: str, dtype: torch.dtype) -> bool:
     """Whether the JIT pass casts the first input of ``op`` (its catalog sample, scripted in a
     ``device``/``dtype`` region and run twice) to float32, read on the optimized graph."""
@@ -203,9 +210,9 @@ def _script_missing_append_dtype(ctx: Setting) -> ScenarioOutcome:
     """CUDA's fp32_append_dtype ops (from the spec) get no cast from the JIT pass: read the
     optimized graph. ``observes`` names the control, an op the pass does cast to float32."""
     source = ctx.spec.device(JIT_PASS_LISTS_FROM)
-    picked = source.ops_with(Policy.FP32_APPEND_DTYPE)
+    picked = [op for op in source.ops_with(Policy.FP32_APPEND_DTYPE) if _runs(ctx, op)]
     if not picked:
-        raise ScenarioBug(f"the {JIT_PASS_LISTS_FROM} spec lists no fp32_append_dtype op to script")
+        raise ScenarioBug(f"the {JIT_PASS_LISTS_FROM} spec lists no fp32_append_dtype op whose sample runs")
     region = dtype_of(source.default_dtype)
     cast = {op: _cast_before(op, ctx, JIT_PASS_LISTS_FROM, region) for op in (*ctx.ops, *picked)}
     detail = f"input cast to float32 inserted by the JIT pass: {cast}"
