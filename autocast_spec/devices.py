@@ -108,6 +108,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
             "description",
             "torch",
             "cast_cache",
+            "cast_only_between",
             "env_overrides",
             "provenance",
         )
@@ -219,6 +220,7 @@ def resolve_devices(
             description=str(fields.get("description", "")).strip(),
             unsupported_dtype=UnsupportedDtypeRule(ud["action"], ud["message"]) if ud else None,
             cast_cache=bool(fields.get("cast_cache", True)),
+            cast_only_between=tuple(fields.get("cast_only_between") or ()),
             env_overrides=overrides,
             provenance=frozen_map(fields.get("provenance") or {}),
         )

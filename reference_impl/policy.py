@@ -29,6 +29,8 @@ The rules follow PyTorch's ``aten/src/ATen/autocast_mode.h`` / ``.cpp``:
   lower under bfloat16, fp32 under float16; ``none``: uncast under that dtype).
 * A device whose ``cast_cache`` is false never marks a cast as a weight-cache
   candidate (the Habana bridge casts afresh on every call).
+* A device with ``cast_only_between`` makes only the casts between those dtypes
+  (IPEX: float32 and the autocast dtype); other eligible tensors pass as they are.
 * Mutable schemas (in-place, ``out=``) and ops the device spec does not list
   are untouched.
 
@@ -231,6 +233,17 @@ class _Ctx:
     rules: Rules
     eligible: Eligible
     cache: bool  # the device caches weight casts (``cast_cache``)
+    device: DeviceSpec
+
+
+def _made(t: torch.Tensor, to_dtype: torch.dtype, ctx: _Ctx) -> bool:
+    """The cast of ``t`` to ``to_dtype`` is made: eligible, a change, and a pair the device casts."""
+    if not ctx.eligible(t) or t.dtype == to_dtype:
+        return False
+    d = ctx.device
+    return not d.cast_only_between or d.casts_between(
+        dtype_name(t.dtype), dtype_name(to_dtype), dtype_name(ctx.state.dtype)
+    )
 
 
 def _casts(
@@ -244,7 +257,7 @@ def _casts(
             ctx.cache and is_weight(t, to_dtype, ctx.policy, ctx.state, ctx.rules),
         )
         for path, t in tensors
-        if ctx.eligible(t) and t.dtype != to_dtype
+        if _made(t, to_dtype, ctx)
     )
 
 
@@ -273,7 +286,7 @@ def decide(
     if rules.out_of_place_only and sig.mutable:
         return _untouched(op, policy, f"{op} mutates an argument (in-place or out=): never autocast")
     eligible = eligibility(rules, device.device)
-    ctx = _Ctx(policy, state, rules, eligible, device.cast_cache)
+    ctx = _Ctx(policy, state, rules, eligible, device.cast_cache, device)
 
     if policy is Policy.BANNED:
         msg = entry.message or f"{op} is banned under {device.device} autocast"

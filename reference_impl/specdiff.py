@@ -177,6 +177,12 @@ def _diff_dtypes(a: DeviceSpec, b: DeviceSpec, tag: str | None, acc: _Acc) -> No
         acc.defaults.append(Change("unsupported_dtype.message", ua and ua.message, ub and ub.message, tag))
     if a.cast_cache != b.cast_cache:
         acc.defaults.append(Change("cast_cache", a.cast_cache, b.cast_cache, tag))
+    if a.cast_only_between != b.cast_only_between:
+        acc.defaults.append(
+            Change(
+                "cast_only_between", list(a.cast_only_between) or None, list(b.cast_only_between) or None, tag
+            )
+        )
     env_a, env_b = [o.variable for o in a.env_overrides], [o.variable for o in b.env_overrides]
     if env_a != env_b:
         acc.defaults.append(Change("env_overrides", env_a, env_b, tag))

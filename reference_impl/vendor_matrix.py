@@ -58,6 +58,8 @@ def counts_table(cols: Sequence[Column]) -> str:
     lines.append(_row("policy depends on the dtype", by_dtype))
     lines.append(_row("default dtype", [c.spec.default_dtype for c in cols]))
     lines.append(_row("weight-cast cache", ["yes" if c.spec.cast_cache else "**no**" for c in cols]))
+    pairs = [" ↔ ".join(c.spec.cast_only_between) if c.spec.cast_only_between else "any" for c in cols]
+    lines.append(_row("casts between", pairs))
     env = [", ".join(f"`{o.variable}`" for o in c.spec.env_overrides) or "—" for c in cols]
     lines.append(_row("lists replaced by", env))
     return "\n".join(lines)

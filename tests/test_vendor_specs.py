@@ -2,7 +2,8 @@
 
 Each construct is checked in the policy engine on the vendor file that uses it, with
 ops picked by construct (no op name is written here): ``by_dtype`` (IPEX), the
-``lower_first_arg`` policy and ``cast_cache: false`` (the Habana bridge), and
+``cast_only_between`` (IPEX), the ``lower_first_arg`` policy and ``cast_cache: false``
+(the Habana bridge), and
 ``env_overrides`` (the Habana bridge's list files) in the loader. The vendor files
 load only when named, and the generated matrix blocks are what README.md and
 docs/spec-diff.md hold. The policy-only suite against each vendor spec with
@@ -85,6 +86,41 @@ def test_by_dtype_is_refused_on_a_banned_entry(tmp_path: Path) -> None:
     assert any("'by_dtype' is not for banned ops" in str(p) and p.line == 9 for p in e.value.problems), (
         e.value
     )
+
+
+def _foreign(lower: torch.dtype) -> torch.dtype:
+    """The other lower dtype: a floating input IPEX does not cast under ``lower`` autocast."""
+    (other,) = [d for d in LOWER if d != lower]
+    return other
+
+
+@pytest.mark.parametrize("policy", [Policy.LOWER_PRECISION_FP, Policy.FP32])
+def test_cast_only_between_leaves_other_pairs_uncast(policy: Policy) -> None:
+    spec, ds = _vendor("ipex")
+    assert ds.cast_only_between, "the IPEX spec says which dtypes it casts between"
+    ops = [op for op, e in ds.ops.items() if e.policy is policy and not e.by_dtype and spec.op_info(op)]
+    assert ops, f"the IPEX spec lists no {policy} op without by_dtype"
+    anywhere = replace(ds, cast_only_between=())
+    for op in ops:
+        for lower in LOWER:
+            foreign = _foreign(lower)  # e.g. float16 under bfloat16 autocast: cast by PyTorch, not IPEX
+            plan = _plan(spec, ds, op, lower, foreign)
+            assert not plan.casts, (
+                f"{_where(op, ds)}: {dtype_name(foreign)} under {dtype_name(lower)}: {plan}"
+            )
+            assert _plan(spec, anywhere, op, lower, foreign).casts, f"{op}: without the rule it is cast"
+            ours = _plan(spec, ds, op, lower, torch.float32 if policy is Policy.LOWER_PRECISION_FP else lower)
+            assert ours.casts, f"{_where(op, ds)}: float32 <-> {dtype_name(lower)} is still cast: {ours}"
+
+
+def test_casts_between_reads_lower_as_the_autocast_dtype() -> None:
+    _, ds = _vendor("ipex")
+    assert ds.casts_between("float32", "bfloat16", "bfloat16")
+    assert ds.casts_between("float16", "float32", "float16")
+    assert not ds.casts_between("float16", "float32", "bfloat16")
+    assert not ds.casts_between("float16", "bfloat16", "bfloat16")
+    assert not ds.casts_between("float32", "float16", "bfloat16")  # the target must be listed too
+    assert replace(ds, cast_only_between=()).casts_between("float16", "bfloat16", "bfloat16")
 
 
 # --- lower_first_arg and cast_cache (the Habana bridge) -------------------------------------
@@ -233,4 +269,6 @@ def test_diff_shows_dtype_exceptions_and_device_rules() -> None:
     d = diff_cmd.compute("cuda", str(vendor_spec_dir() / "habana.yaml"))
     rules = {c.key: (c.before, c.after) for c in d.defaults}
     assert rules["cast_cache"] == (True, False)
+    d = diff_cmd.compute("cpu", str(vendor_spec_dir() / "ipex.yaml"))
+    assert {c.key: c.after for c in d.defaults}["cast_only_between"] == ["float32", "lower"]
     assert rules["env_overrides"] == ([], [o.variable for o in hpu.env_overrides])
