@@ -112,14 +112,6 @@ class DeviceSpec:
     provenance: Mapping[str, Any] = field(default_factory=frozen_map)  # out-of-tree specs: where read
     notes: tuple[str, ...] = ()  # what the load did that the files do not say (env overrides applied)
 
-    def casts_between(self, source: str, target: str, lower: str) -> bool:
-        """Whether this device's autocast casts a ``source`` tensor to ``target`` (dtype names)
-        under autocast dtype ``lower`` (``cast_only_between``; IPEX casts float32 <-> lower only)."""
-        if not self.cast_only_between:
-            return True
-        allowed = {lower if d == "lower" else d for d in self.cast_only_between}
-        return source in allowed and target in allowed
-
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)
         return entry.policy if entry else None

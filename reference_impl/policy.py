@@ -236,13 +236,22 @@ class _Ctx:
     device: DeviceSpec
 
 
+def casts_between(device: DeviceSpec, source: str, target: str, lower: str) -> bool:
+    """Whether ``device``'s autocast casts a ``source`` tensor to ``target`` (dtype names) under
+    autocast dtype ``lower`` (``cast_only_between``; IPEX casts float32 <-> lower only)."""
+    if not device.cast_only_between:
+        return True
+    allowed = {lower if d == "lower" else d for d in device.cast_only_between}
+    return source in allowed and target in allowed
+
+
 def _made(t: torch.Tensor, to_dtype: torch.dtype, ctx: _Ctx) -> bool:
     """The cast of ``t`` to ``to_dtype`` is made: eligible, a change, and a pair the device casts."""
     if not ctx.eligible(t) or t.dtype == to_dtype:
         return False
     d = ctx.device
-    return not d.cast_only_between or d.casts_between(
-        dtype_name(t.dtype), dtype_name(to_dtype), dtype_name(ctx.state.dtype)
+    return not d.cast_only_between or casts_between(
+        d, dtype_name(t.dtype), dtype_name(to_dtype), dtype_name(ctx.state.dtype)
     )
 
 

@@ -29,7 +29,7 @@ from reference_impl.cli import diff as diff_cmd
 from reference_impl.cli.vendor_tables import DOCS_MARKERS, README_MARKERS, between, docs_block, readme_block
 from reference_impl.dtypes import dtype_name
 from reference_impl.installed_spec import load_installed_spec
-from reference_impl.policy import AutocastState, CastPlan, decide
+from reference_impl.policy import AutocastState, CastPlan, casts_between, decide
 from reference_impl.samples import materialize
 from reference_impl.vendor_matrix import vendor_files
 
@@ -115,12 +115,12 @@ def test_cast_only_between_leaves_other_pairs_uncast(policy: Policy) -> None:
 
 def test_casts_between_reads_lower_as_the_autocast_dtype() -> None:
     _, ds = _vendor("ipex")
-    assert ds.casts_between("float32", "bfloat16", "bfloat16")
-    assert ds.casts_between("float16", "float32", "float16")
-    assert not ds.casts_between("float16", "float32", "bfloat16")
-    assert not ds.casts_between("float16", "bfloat16", "bfloat16")
-    assert not ds.casts_between("float32", "float16", "bfloat16")  # the target must be listed too
-    assert replace(ds, cast_only_between=()).casts_between("float16", "bfloat16", "bfloat16")
+    assert casts_between(ds, "float32", "bfloat16", "bfloat16")
+    assert casts_between(ds, "float16", "float32", "float16")
+    assert not casts_between(ds, "float16", "float32", "bfloat16")
+    assert not casts_between(ds, "float16", "bfloat16", "bfloat16")
+    assert not casts_between(ds, "float32", "float16", "bfloat16")  # the target must be listed too
+    assert casts_between(replace(ds, cast_only_between=()), "float16", "bfloat16", "bfloat16")
 
 
 # --- lower_first_arg and cast_cache (the Habana bridge) -------------------------------------
