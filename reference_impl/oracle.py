@@ -102,6 +102,12 @@ _TO = {
 }
 
 
+def caster(dtype: torch.dtype) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The function :func:`to_dtype` calls for a cast to ``dtype`` (``Tensor.bfloat16``...)."""
+    to = _TO.get(dtype)
+    return to if to is not None else lambda src: src.to(dtype)
+
+
 def to_dtype(cast: ArgCast, src: torch.Tensor) -> torch.Tensor:
     """The plain cast: ``Tensor.to``, the same ``_to_copy`` native autocast makes."""
     to = _TO.get(cast.to_dtype)

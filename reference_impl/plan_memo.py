@@ -17,6 +17,7 @@ import torch
 
 from autocast_spec.model import DeviceSpec, Spec
 
+from .oracle import caster
 from .policy import ArgCast, CastPlan
 
 MEMO_SIZE = 1024  # plans kept per op; the memo starts over when full
@@ -63,14 +64,18 @@ def _may_cache(op: str, dspec: DeviceSpec, spec: Spec) -> bool:
     return dspec.cast_cache and any(p in spec.rules.cache.policies for p in policies if p is not None)
 
 
-def positional_casts(plan: CastPlan) -> tuple[tuple[int, ArgCast], ...] | None:
-    """The plan's casts as (argument index, cast) when that is all it does (no dtype argument,
-    no nested path, no refusal): the kernel then makes them without :func:`apply_plan`."""
+Positional = tuple[tuple[int, ArgCast, Callable[[torch.Tensor], torch.Tensor]], ...]
+
+
+def positional_casts(plan: CastPlan) -> Positional | None:
+    """The plan's casts as (argument index, cast, the function making it) when that is all it
+    does (no dtype argument, no nested path, no refusal): the kernel then makes them without
+    :func:`apply_plan`, calling ``Tensor.bfloat16`` and its kind directly."""
     if plan.raises is not None or plan.append_target is not None or plan.set_dtype is not None:
         return None
     if any(len(c.path) != 2 or c.path[0] != "args" for c in plan.casts):
         return None
-    return tuple((int(c.path[1]), c) for c in plan.casts)
+    return tuple((int(c.path[1]), c, caster(c.to_dtype)) for c in plan.casts)
 
 
 KeyFn = Callable[[torch.dtype, Sequence[Any], Mapping[str, Any]], Any]

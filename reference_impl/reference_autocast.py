@@ -36,8 +36,8 @@ from autocast_spec.model import DeviceSpec, Policy, Spec
 from . import reference_dispatch, trace
 from .dtypes import dtype_name
 from .installed_spec import load_installed_spec
-from .oracle import CastFn, apply_plan, to_dtype
-from .plan_memo import MEMO_SIZE, call_key_for, positional_casts
+from .oracle import CastFn, apply_plan, caster, to_dtype
+from .plan_memo import MEMO_SIZE, Positional, call_key_for, positional_casts
 from .policy import ArgCast, AutocastState, CastPlan, decide
 from .reference_dispatch import DeviceKernels, Handler, Kernel, Registration
 from .signatures import Path, signature
@@ -85,36 +85,28 @@ def clear_cache() -> None:
 # ---------------------------------------------------------------------------
 
 
-def _from_cache(c: ArgCast, src: torch.Tensor, by_dtype: bool) -> tuple[torch.Tensor, bool]:
-    """``cached_cast``: the cast copy of a weight, made once per region; (copy, served from the cache)."""
-    key = (id(src), c.to_dtype) if by_dtype else id(src)
+def _from_cache(
+    src: torch.Tensor, to: torch.dtype, make: Callable[[torch.Tensor], torch.Tensor], by_dtype: bool
+) -> tuple[torch.Tensor, bool]:
+    """``cached_cast``: the cast copy of a weight, made once per region (by ``make``);
+    (copy, served from the cache)."""
+    key = (id(src), to) if by_dtype else id(src)
     cache = _TLS.cache
     entry = cache.get(key)
     if entry is not None and entry[0]() is src:
         return entry[1], True
-    new = to_dtype(c, src)
+    new = make(src)
     cache[key] = (weakref.ref(src), new)
     return new, False
 
 
-def _cached_by_source(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
-    """The cast callback with the weight cache on (``rules.cache.key: source``)."""
-    if c.weight:
-        entry = _TLS.cache.get(id(src))
-        if entry is not None and entry[0]() is src:
-            return entry[1]
-        return _from_cache(c, src, False)[0]
-    return to_dtype(c, src)
+def _cached(by_dtype: bool) -> CastFn:
+    """The cast callback of :func:`apply_plan` with the weight cache on."""
 
+    def cast(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
+        return _from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype)[0] if c.weight else to_dtype(c, src)
 
-def _cached_by_source_and_dtype(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
-    """The cast callback with the weight cache on (``rules.cache.key: source_and_dtype``)."""
-    if c.weight:
-        entry = _TLS.cache.get((id(src), c.to_dtype))
-        if entry is not None and entry[0]() is src:
-            return entry[1]
-        return _from_cache(c, src, True)[0]
-    return to_dtype(c, src)
+    return cast
 
 
 def _arg_name(op: str, path: Path) -> str:
@@ -129,7 +121,11 @@ def _traced_cast(plan: CastPlan, use_cache: bool, by_dtype: bool) -> CastFn:
 
     def cast(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
         cached = c.weight and use_cache
-        new, hit = _from_cache(c, src, by_dtype) if cached else (to_dtype(c, src), False)
+        new, hit = (
+            _from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype)
+            if cached
+            else (to_dtype(c, src), False)
+        )
         arg = _arg_name(plan.op, c.path)
         trace.emit(trace.cast_record(plan.op, arg, c, src, new, policy, hit=hit, stored=cached and not hit))
         return new
@@ -153,7 +149,7 @@ def _trace_dtype_args(plan: CastPlan, args: Sequence[Any]) -> None:
 
 # What a memoized call does: (plan, the target overload, untouched, a cast the cache may serve,
 # the casts by argument index when that is all the plan does).
-_Step = tuple[CastPlan, Callable[..., Any], bool, bool, "tuple[tuple[int, ArgCast], ...] | None"]
+_Step = tuple[CastPlan, Callable[..., Any], bool, bool, "Positional | None"]
 
 
 def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
@@ -164,7 +160,7 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     memo: dict[Any, _Step] = {}
     call_key = call_key_for(op, dspec, spec)
     by_dtype = rules.cache.key == "source_and_dtype"
-    cached = _cached_by_source_and_dtype if by_dtype else _cached_by_source
+    cached = _cached(by_dtype)
     inference_cache = rules.cache.in_inference_mode
     guard = torch._C._ExcludeDispatchKeyGuard
     get_dtype = torch.get_autocast_dtype
@@ -202,15 +198,18 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
                 _trace_dtype_args(plan, args)
                 return target(*a, **k)
         use_cache = weights and in_region and cache_enabled() and (inference_cache or not inference())
-        cast = cached if use_cache else to_dtype
         with guard(below):
             if positional is None:
-                a, k = apply_plan(plan, args, kwargs, cast)
+                a, k = apply_plan(plan, args, kwargs, cached if use_cache else to_dtype)
                 return target(*a, **k)
             # apply_plan's work for a plan of positional casts only, without its generality
             b = list(args)
-            for i, c in positional:
-                b[i] = cast(c, b[i])
+            if use_cache:
+                for i, c, make in positional:
+                    b[i] = _from_cache(b[i], c.to_dtype, make, by_dtype)[0] if c.weight else make(b[i])
+            else:
+                for i, _, make in positional:
+                    b[i] = make(b[i])
             return target(*b, **kwargs)
 
     return handle

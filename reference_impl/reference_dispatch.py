@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -131,6 +132,7 @@ _THREAD = _Thread()
 _LOCK = threading.Lock()
 _REF_LIBS: dict[str, torch.library.Library] = {}
 _REF_OPS: set[str] = set()
+_REF_KERNELS: weakref.WeakSet[DeviceKernels] = weakref.WeakSet()  # their ops all registered
 
 
 def _trampoline(op: str) -> Callable[..., Any]:
@@ -155,8 +157,11 @@ def _trampoline(op: str) -> Callable[..., Any]:
 
 def _install_reference_key(kernels: DeviceKernels) -> None:
     """Register the switch kernels this spec needs at the reference key (once per op)."""
+    if kernels in _REF_KERNELS:  # every later region of these kernels: nothing to do
+        return
     wanted = (set(kernels.handlers) | kernels.native_only) - _REF_OPS
     if not wanted:
+        _REF_KERNELS.add(kernels)
         return
     with _LOCK:
         if not _REF_OPS:
@@ -173,6 +178,7 @@ def _install_reference_key(kernels: DeviceKernels) -> None:
             ns, name = _impl_name(op)
             _library(_REF_LIBS, ns).impl(name, _trampoline(op), REFERENCE_KEY_NAME, with_keyset=True)
             _REF_OPS.add(op)
+        _REF_KERNELS.add(kernels)
 
 
 def _recompute(t: _Thread) -> None:
