@@ -67,15 +67,6 @@ def floor_region(dtype: torch.dtype) -> Iterator[None]:
         torch._C._dispatch_tls_set_dispatch_key_excluded(REFERENCE_KEY, True)
 
 
-def step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], region: Any) -> float:
-    start = time.process_time()
-    with region():
-        loss = hf_models.loss_of(model, inputs)
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    return time.process_time() - start
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pairs", type=int, default=30)
@@ -84,13 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtypes", default="bfloat16,float16")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    names = a.models.split(",")
-    unknown = [n for n in names if n not in hf_models.MODELS]
-    if unknown:
-        print(
-            f"error: --models: unknown {unknown}; choose from {','.join(hf_models.MODELS)}", file=sys.stderr
-        )
+    error = hf_models.unknown_names(a.models)
+    if error:
+        print(error, file=sys.stderr)
         return 2
+    names = a.models.split(",")
     _libs, n = register_passthrough()
     print(
         f"torch {torch.__version__}, 1 thread, {a.pairs} paired fwd+bwd steps (cpu time), {n} pass-through "
@@ -102,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         for dname in a.dtypes.split(","):
             dtype = getattr(torch, dname)
             r = paired(
-                lambda region, m=model, i=inputs: step(m, i, region),
+                lambda region, m=model, i=inputs: hf_models.step(m, i, region, time.process_time),
                 lambda d=dtype: torch.autocast("cpu", dtype=d),
                 lambda d=dtype: floor_region(d),
                 a.pairs,

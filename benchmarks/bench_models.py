@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import hf_models
 import torch
-from paired import Paired, Region, empty_region, paired
+from paired import Paired, empty_region, paired
 
 import reference_impl
 
@@ -37,19 +37,10 @@ Clock = Callable[[], float]
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
-def step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], region: Region, clock: Clock) -> float:
-    start = clock()
-    with region():
-        loss = hf_models.loss_of(model, inputs)
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    return clock() - start
-
-
 def measure(name: str, dtype: torch.dtype, pairs: int, warmup: int, clock: Clock) -> Paired:
     model, inputs = hf_models.build(name)
     return paired(
-        lambda region: step(model, inputs, region, clock),
+        lambda region: hf_models.step(model, inputs, region, clock),
         lambda: torch.autocast("cpu", dtype=dtype),
         lambda: reference_impl.autocast("cpu", dtype=dtype),
         pairs,
@@ -72,13 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.threads:
         torch.set_num_threads(a.threads)
-    names = a.models.split(",")
-    unknown = [n for n in names if n not in hf_models.MODELS]
-    if unknown:
-        print(
-            f"error: --models: unknown {unknown}; choose from {','.join(hf_models.MODELS)}", file=sys.stderr
-        )
+    error = hf_models.unknown_names(a.models)
+    if error:
+        print(error, file=sys.stderr)
         return 2
+    names = a.models.split(",")
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {a.pairs} paired fwd+bwd steps "
         f"({a.clock} time), "

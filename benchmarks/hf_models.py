@@ -158,3 +158,21 @@ def build(name: str) -> Built:
 def loss_of(model: nn.Module, inputs: dict[str, Any]) -> torch.Tensor:
     loss: torch.Tensor = model(**inputs).loss
     return loss
+
+
+def step(
+    model: nn.Module, inputs: dict[str, Any], region: Callable[[], Any], clock: Callable[[], float]
+) -> float:
+    """The benchmarks' training step: forward and loss in ``region()``, backward after it; its time."""
+    start = clock()
+    with region():
+        loss = loss_of(model, inputs)
+    loss.backward()
+    model.zero_grad(set_to_none=True)
+    return clock() - start
+
+
+def unknown_names(models: str) -> str | None:
+    """The ``--models`` error for a comma-separated list naming a model not in MODELS, else None."""
+    unknown = [n for n in models.split(",") if n not in MODELS]
+    return f"error: --models: unknown {unknown}; choose from {','.join(MODELS)}" if unknown else None
