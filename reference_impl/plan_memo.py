@@ -2,85 +2,80 @@
 casts reduce to when they are all it does.
 
 A kernel asks the policy engine once per kind of call. The key holds what
-:func:`reference_impl.policy.decide` may read: the autocast dtype, each tensor's dtype
-and device, and, for an op that can cast a weight-cache candidate, the tensor
-properties the cache rule reads (requires_grad, leaf, view, cached); every other
-argument by type and value.
+:func:`reference_impl.policy.decide` may read of the call: the autocast dtype, each
+tensor's dtype and device, every other argument by type and value. Whether a cast
+argument is a weight (requires grad, a leaf, not a view: the weight-cast cache's rule)
+is not in the key: the plan says which casts qualify for the cache
+(``ArgCast.cacheable``) and the kernel tests their tensors on every call.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
-from autocast_spec.model import DeviceSpec, Spec
-
 from .oracle import caster
-from .policy import ArgCast, CastPlan
+from .policy import CastPlan
+from .signatures import SlotKind, signature
 
 MEMO_SIZE = 1024  # plans kept per op; the memo starts over when full
-_is_cached_tensor = torch._C._is_cached_tensor  # type: ignore[attr-defined]
+_dtype_device = operator.attrgetter("dtype", "device")
 
 
 def _value_key(v: Any) -> Any:
-    """What ``decide`` may read of an argument: for a tensor, the properties eligibility and
-    the weight-cache rule look at; anything else by type and value."""
+    """What ``decide`` may read of an argument: a tensor's dtype and device, anything else
+    by type and value."""
     if isinstance(v, torch.Tensor):
-        return (v.dtype, v.device, v.requires_grad, v.is_leaf, v._is_view(), _is_cached_tensor(v))
+        return (v.dtype, v.device)
     if isinstance(v, (list, tuple)):
         return (v.__class__, *[_value_key(x) for x in v])
     return (v.__class__, v)
 
 
-def _call_key(dtype: torch.dtype, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    # Tensors inline (the common case, without a call per argument), the rest by _value_key.
-    key = [
-        (v.dtype, v.device, v.requires_grad, v.is_leaf, v._is_view(), _is_cached_tensor(v))
-        if isinstance(v, torch.Tensor)
-        else _value_key(v)
-        for v in args
-    ]
+def call_key(dtype: torch.dtype, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """The memo key of a call under autocast ``dtype`` (raises TypeError when an argument is
+    unhashable)."""
+    key = [_value_key(v) for v in args]
     if kwargs:
         key.extend((k, _value_key(v)) for k, v in kwargs.items())
     return (dtype, *key)
 
 
-def _short_key(dtype: torch.dtype, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    """``_call_key`` for an op that never casts a weight-cache candidate (its policies are
-    not cached, or the device caches nothing): ``decide`` reads only a tensor's dtype and
-    device, the weight-cache properties never."""
-    key = [(v.dtype, v.device) if isinstance(v, torch.Tensor) else _value_key(v) for v in args]
-    if kwargs:
-        key.extend((k, _value_key(v)) for k, v in kwargs.items())
-    return (dtype, *key)
-
-
-def _may_cache(op: str, dspec: DeviceSpec, spec: Spec) -> bool:
-    """Whether ``op`` can ever cast a weight-cache candidate on this device (under any dtype)."""
-    entry = dspec.ops[op]
-    policies = {entry.policy, *entry.by_dtype.values()}
-    return dspec.cast_cache and any(p in spec.rules.cache.policies for p in policies if p is not None)
-
-
-Positional = tuple[tuple[int, ArgCast, Callable[[torch.Tensor], torch.Tensor]], ...]
-
-
-def positional_casts(plan: CastPlan) -> Positional | None:
-    """The plan's casts as (argument index, cast, the function making it) when that is all it
-    does (no dtype argument, no nested path, no refusal): the kernel then makes them without
-    :func:`apply_plan`, calling ``Tensor.bfloat16`` and its kind directly."""
-    if plan.raises is not None or plan.append_target is not None or plan.set_dtype is not None:
-        return None
-    if any(len(c.path) != 2 or c.path[0] != "args" for c in plan.casts):
-        return None
-    return tuple((int(c.path[1]), c, caster(c.to_dtype)) for c in plan.casts)
+def tensor_call_key(dtype: torch.dtype, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """:func:`call_key` for an op whose positional arguments are all tensors (``Tensor`` or
+    ``Tensor?``): built in C when every argument is a tensor, the same key either way."""
+    if not kwargs:
+        try:
+            return (dtype, *map(_dtype_device, args))
+        except AttributeError:  # a None for a Tensor? argument
+            pass
+    return call_key(dtype, args, kwargs)
 
 
 KeyFn = Callable[[torch.dtype, Sequence[Any], Mapping[str, Any]], Any]
 
 
-def call_key_for(op: str, dspec: DeviceSpec, spec: Spec) -> KeyFn:
-    """The key function of ``op``'s memo: the short one where no weight is ever cached."""
-    return _call_key if _may_cache(op, dspec, spec) else _short_key
+def call_key_for(op: str) -> KeyFn:
+    """The key function of ``op``'s memo."""
+    kinds = {s.kind for s in signature(op).slots if not s.kwarg_only}
+    return tensor_call_key if kinds <= {SlotKind.TENSOR, SlotKind.OPTIONAL_TENSOR} else call_key
+
+
+Positional = tuple[tuple[int, Callable[[torch.Tensor], torch.Tensor], "torch.dtype | None"], ...]
+
+
+def positional_casts(plan: CastPlan) -> Positional | None:
+    """The plan's casts as (argument index, the function making the cast, the dtype the
+    weight cache keeps it under, None for a cast that is never cached) when that is all the
+    plan does (no dtype argument, no nested path, no refusal): the kernel then makes them
+    without :func:`apply_plan`, calling ``Tensor.bfloat16`` and its kind directly."""
+    if plan.raises is not None or plan.append_target is not None or plan.set_dtype is not None:
+        return None
+    if any(len(c.path) != 2 or c.path[0] != "args" for c in plan.casts):
+        return None
+    return tuple(
+        (int(c.path[1]), caster(c.to_dtype), c.to_dtype if c.cacheable else None) for c in plan.casts
+    )

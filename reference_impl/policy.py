@@ -49,7 +49,8 @@ import torch
 
 from autocast_spec.model import DeviceSpec, OpInfo, Policy, Rules
 
-from .dtypes import dtype_name, dtype_of
+from .dtypes import dtype_name
+from .eligibility import Eligible, eligibility, weight_tensor
 from .signatures import OpSignature, Path, SlotKind, signature, slot_value
 
 
@@ -71,12 +72,15 @@ class ArgCast:
     argument is a weight-cache candidate under ``rules.cache`` (a float32 leaf
     that requires grad, cast to the lower dtype by a caching policy); whether it
     is really cached depends on ``cache_enabled`` in the running region.
+    ``cacheable``: the cast itself qualifies (:func:`cacheable`), whatever the tensor;
+    ``weight`` is ``cacheable`` and the tensor a weight (:func:`weight_tensor`).
     """
 
     path: Path
     from_dtype: torch.dtype
     to_dtype: torch.dtype
     weight: bool = False
+    cacheable: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,62 +113,14 @@ class CastPlan:
         return not self.casts and self.set_dtype is None and self.raises is None and not self.append_target
 
 
-# ---------------------------------------------------------------------------
-# Eligibility (rules.eligibility)
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Eligible:
-    """``is_eligible`` compiled from ``rules.eligibility`` for one device."""
-
-    device: str
-    floating_only: bool
-    never_cast: frozenset[torch.dtype]
-    same_device_only: bool
-
-    def __call__(self, t: Any) -> bool:
-        if not isinstance(t, torch.Tensor):
-            return False
-        if self.floating_only and not t.is_floating_point():
-            return False
-        if t.dtype in self.never_cast:
-            return False
-        return not (self.same_device_only and t.device.type != self.device)
-
-
-_ELIGIBLE: dict[tuple[int, str], Eligible] = {}
-
-
-def eligibility(rules: Rules, device: str) -> Eligible:
-    key = (id(rules.eligibility), device)
-    e = _ELIGIBLE.get(key)
-    if e is None:
-        r = rules.eligibility
-        e = Eligible(
-            device, r.floating_only, frozenset(dtype_of(n) for n in r.never_cast), r.same_device_only
-        )
-        _ELIGIBLE[key] = e
-    return e
-
-
-def is_weight(
-    t: torch.Tensor, to_dtype: torch.dtype, policy: Policy, state: AutocastState, rules: Rules
+def cacheable(
+    from_dtype: torch.dtype, to_dtype: torch.dtype, policy: Policy, state: AutocastState, rules: Rules
 ) -> bool:
-    """A weight-cache candidate (``cached_cast``'s ``can_try_cache``, minus ``cache_enabled``)."""
+    """The cast half of ``can_try_cache``: a cast by a caching policy to the autocast dtype,
+    from a source dtype the cache takes. A cast is a weight cast when this holds and its
+    tensor passes :func:`weight_tensor`."""
     c = rules.cache
-    if policy not in c.policies or to_dtype != state.dtype:
-        return False
-    if dtype_name(t.dtype) not in c.source_dtypes:
-        return False
-    if c.requires_grad_only and not t.requires_grad:
-        return False
-    if c.leaf_only and not t.is_leaf:
-        return False
-    if c.exclude_views and t._is_view():
-        return False
-    # autocast_mode.h also refuses CUDA-graph cached tensors.
-    return not torch._C._is_cached_tensor(t)  # type: ignore[attr-defined]
+    return policy in c.policies and to_dtype == state.dtype and dtype_name(from_dtype) in c.source_dtypes
 
 
 # ---------------------------------------------------------------------------
@@ -255,19 +211,15 @@ def _made(t: torch.Tensor, to_dtype: torch.dtype, ctx: _Ctx) -> bool:
     )
 
 
+def _cast(path: Path, t: torch.Tensor, to_dtype: torch.dtype, ctx: _Ctx) -> ArgCast:
+    cache = ctx.cache and cacheable(t.dtype, to_dtype, ctx.policy, ctx.state, ctx.rules)
+    return ArgCast(path, t.dtype, to_dtype, cache and weight_tensor(ctx.rules.cache)(t), cache)
+
+
 def _casts(
     tensors: Sequence[tuple[Path, torch.Tensor]], to_dtype: torch.dtype, ctx: _Ctx
 ) -> tuple[ArgCast, ...]:
-    return tuple(
-        ArgCast(
-            path,
-            t.dtype,
-            to_dtype,
-            ctx.cache and is_weight(t, to_dtype, ctx.policy, ctx.state, ctx.rules),
-        )
-        for path, t in tensors
-        if _made(t, to_dtype, ctx)
-    )
+    return tuple(_cast(path, t, to_dtype, ctx) for path, t in tensors if _made(t, to_dtype, ctx))
 
 
 def decide(

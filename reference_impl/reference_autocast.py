@@ -35,6 +35,7 @@ from autocast_spec.model import DeviceSpec, Policy, Spec
 
 from . import reference_dispatch, trace
 from .dtypes import dtype_name
+from .eligibility import weight_tensor
 from .installed_spec import load_installed_spec
 from .oracle import CastFn, apply_plan, caster, to_dtype
 from .plan_memo import MEMO_SIZE, Positional, call_key_for, positional_casts
@@ -100,11 +101,13 @@ def _from_cache(
     return new, False
 
 
-def _cached(by_dtype: bool) -> CastFn:
+def _cached(by_dtype: bool, weight: Callable[[torch.Tensor], bool]) -> CastFn:
     """The cast callback of :func:`apply_plan` with the weight cache on."""
 
     def cast(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
-        return _from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype)[0] if c.weight else to_dtype(c, src)
+        if c.cacheable and weight(src):
+            return _from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype)[0]
+        return to_dtype(c, src)
 
     return cast
 
@@ -115,19 +118,25 @@ def _arg_name(op: str, path: Path) -> str:
     return name + "".join(f"[{i}]" for i in rest)
 
 
-def _traced_cast(plan: CastPlan, use_cache: bool, by_dtype: bool) -> CastFn:
+def _traced_cast(
+    plan: CastPlan, use_cache: bool, by_dtype: bool, weight: Callable[[torch.Tensor], bool]
+) -> CastFn:
     """The cast callback while ``trace_casts`` is open: casts as usual and records each cast."""
     policy = str(plan.policy)
 
     def cast(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
-        cached = c.weight and use_cache
+        is_weight = c.cacheable and weight(src)
+        cached = is_weight and use_cache
         new, hit = (
             _from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype)
             if cached
             else (to_dtype(c, src), False)
         )
         arg = _arg_name(plan.op, c.path)
-        trace.emit(trace.cast_record(plan.op, arg, c, src, new, policy, hit=hit, stored=cached and not hit))
+        record = trace.cast_record(
+            plan.op, arg, c, src, new, policy, is_weight, hit=hit, stored=cached and not hit
+        )
+        trace.emit(record)
         return new
 
     return cast
@@ -158,9 +167,10 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     rules = spec.rules
     info = spec.op_info(op)
     memo: dict[Any, _Step] = {}
-    call_key = call_key_for(op, dspec, spec)
+    call_key = call_key_for(op)
     by_dtype = rules.cache.key == "source_and_dtype"
-    cached = _cached(by_dtype)
+    weight = weight_tensor(rules.cache)
+    cached = _cached(by_dtype, weight)
     inference_cache = rules.cache.in_inference_mode
     guard = torch._C._ExcludeDispatchKeyGuard
     get_dtype = torch.get_autocast_dtype
@@ -171,7 +181,7 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     def decided(key: Any, dtype: torch.dtype, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Step:
         plan = decide(dspec, rules, AutocastState(device, dtype, True), op, args, kwargs, info)
         target = op_overload(plan.target_op)._op  # the C++ entry, without OpOverload.__call__
-        step = (plan, target, plan.untouched, any(c.weight for c in plan.casts), positional_casts(plan))
+        step = (plan, target, plan.untouched, any(c.cacheable for c in plan.casts), positional_casts(plan))
         if key is not None:
             if len(memo) >= MEMO_SIZE:
                 memo.clear()
@@ -194,7 +204,7 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
         if in_region and tracing():
             use_cache = weights and cache_enabled() and (inference_cache or not inference())
             with guard(below):
-                a, k = apply_plan(plan, args, kwargs, _traced_cast(plan, use_cache, by_dtype))
+                a, k = apply_plan(plan, args, kwargs, _traced_cast(plan, use_cache, by_dtype, weight))
                 _trace_dtype_args(plan, args)
                 return target(*a, **k)
         use_cache = weights and in_region and cache_enabled() and (inference_cache or not inference())
@@ -205,10 +215,15 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
             # apply_plan's work for a plan of positional casts only, without its generality
             b = list(args)
             if use_cache:
-                for i, c, make in positional:
-                    b[i] = _from_cache(b[i], c.to_dtype, make, by_dtype)[0] if c.weight else make(b[i])
+                for i, make, cache_as in positional:
+                    src = b[i]
+                    b[i] = (
+                        _from_cache(src, cache_as, make, by_dtype)[0]
+                        if cache_as and weight(src)
+                        else make(src)
+                    )
             else:
-                for i, _, make in positional:
+                for i, make, _ in positional:
                     b[i] = make(b[i])
             return target(*b, **kwargs)
 

@@ -152,9 +152,18 @@ def emit(record: CastRecord) -> None:
 
 
 def cast_record(
-    op: str, arg: str, c: ArgCast, src: torch.Tensor, new: torch.Tensor, policy: str, hit: bool, stored: bool
+    op: str,
+    arg: str,
+    c: ArgCast,
+    src: torch.Tensor,
+    new: torch.Tensor,
+    policy: str,
+    weight: bool,
+    hit: bool,
+    stored: bool,
 ) -> CastRecord:
-    """The record of one cast the reference made (``new``: the tensor passed on)."""
+    """The record of one cast the reference made (``new``: the tensor passed on; ``weight``:
+    ``src`` is a weight-cache candidate)."""
     modules = _ACTIVE.modules
     return CastRecord(
         op,
@@ -163,7 +172,7 @@ def cast_record(
         c.to_dtype,
         policy,
         cached=hit,
-        weight=c.weight,
+        weight=weight,
         kind=kind_of(src),
         module=modules[-1] if modules else None,
         nbytes=0 if hit else new.numel() * new.element_size(),

@@ -5,9 +5,11 @@ Ops are chosen from the spec by policy, never by name.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,9 +18,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import reference_impl
 from autocast_spec.model import Policy
-from reference_impl import reference_dispatch, runtime, torch_registry
+from reference_impl import reference_autocast, reference_dispatch, runtime, torch_registry
 from reference_impl.compare import output_mismatch
 from reference_impl.dtypes import dtype_name
+from reference_impl.eligibility import weight_tensor
+from reference_impl.policy import ArgCast
 from reference_impl.reference_autocast import default_spec, registered
 from reference_impl.samples import materialize, op_overload
 
@@ -225,6 +229,93 @@ def test_cache_only_for_leaf_weights_requiring_grad() -> None:
             torch.nn.functional.linear(x, w)
     cached = {(r.arg, r.cached) for r in log if r.cached}
     assert cached == {("input", True)}, log
+
+
+def _weight_or_not(region: Callable[[], Any], weight_first: bool) -> list[torch.Tensor]:
+    """One op called on a weight, a plain tensor and a leaf view (same dtypes, so one memoized
+    plan serves all three calls), each modified in place between two rounds of calls: a
+    cached cast keeps the old values, a fresh one sees the new."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 8, generator=g)
+    w = torch.randn(4, 8, generator=g, requires_grad=True)  # a weight: cached
+    u = torch.randn(4, 8, generator=g)  # no grad: cast afresh
+    v = torch.randn(4, 8, generator=g)[:].requires_grad_()  # a leaf that is a view: cast afresh
+    order = (w, u, v) if weight_first else (v, u, w)
+    outs = []
+    with region():
+        outs += [torch.nn.functional.linear(x, t) for t in order]
+        with torch.no_grad():
+            for t in order:
+                t.add_(1)
+        outs += [torch.nn.functional.linear(x, t) for t in order]
+    return outs
+
+
+def _traced_reference() -> Any:
+    stack = contextlib.ExitStack()
+    stack.enter_context(reference_impl.trace_casts())
+    stack.enter_context(reference_impl.autocast("cpu"))
+    return stack
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+@pytest.mark.parametrize("weight_first", [True, False], ids=["weight-first", "weight-last"])
+def test_cache_tests_each_call_s_tensors(weight_first: bool, traced: bool) -> None:
+    native = _weight_or_not(lambda: torch.autocast("cpu"), weight_first)
+    reference = _traced_reference if traced else lambda: reference_impl.autocast("cpu")
+    ref = _weight_or_not(reference, weight_first)
+    unchanged = [torch.equal(a, b) for a, b in zip(native[:3], native[3:], strict=True)]
+    assert unchanged == ([True, False, False] if weight_first else [False, False, True])  # only w cached
+    for n, r in zip(native, ref, strict=True):
+        torch.testing.assert_close(r, n, rtol=0, atol=0)
+
+
+def _mixed_calls() -> list[Callable[[], torch.Tensor]]:
+    """The same ops called with tensors of different dtypes: each kind of call its own plan
+    (lower precision, untouched float64, promotion through a list, non-tensor arguments)."""
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(2, 8, generator=g), torch.randn(4, 8, generator=g)
+    img, k = torch.randn(1, 2, 6, 6, generator=g), torch.randn(2, 2, 3, 3, generator=g)
+    kinds = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.float64, torch.float32]
+    F = torch.nn.functional
+    calls = [lambda d=d: F.linear(x.to(d), w.to(d)) for d in kinds]
+    calls += [lambda d=d: F.conv2d(img.to(d), k.to(d), None, 2) for d in kinds]
+    calls += [lambda a=a, b=b: torch.cat([x.to(a), x.to(b)]) for a in kinds[:3] for b in kinds[:3]]
+    return calls
+
+
+def _casts_made(log: Any) -> list[tuple[str, str, torch.dtype | None, torch.dtype]]:
+    return [(r.op, r.arg, r.from_dtype, r.to_dtype) for r in log]
+
+
+def test_memo_gives_each_kind_of_call_its_own_plan() -> None:
+    """One region, so memoized plans serve later calls: outputs as native, and casts as a
+    fresh spec (memo empty) makes them for each call alone."""
+    with torch.autocast("cpu"):
+        native = [call() for call in _mixed_calls()]
+    with reference_impl.trace_casts() as log, reference_impl.autocast("cpu"):
+        ref = [call() for call in _mixed_calls()]
+    assert len({n.dtype for n in native}) > 2  # the calls differ in what autocast does
+    for n, r in zip(native, ref, strict=True):
+        torch.testing.assert_close(r, n, rtol=0, atol=0)
+    alone = []
+    for i, call in enumerate(_mixed_calls()):
+        fresh = dataclasses.replace(SPEC, content_hash=f"fresh-{i}")
+        with reference_impl.trace_casts() as one, reference_impl.autocast("cpu", spec=fresh):
+            call()
+        alone += _casts_made(one)
+    assert _casts_made(log) == alone
+
+
+def test_apply_plan_cache_callback_tests_each_tensor() -> None:
+    """The cast callback of plans with casts beyond positional arguments: the plan's cast
+    qualifies for the cache, the tensor decides (a plan memoized for a weight meets a plain tensor)."""
+    cast = reference_autocast._cached(False, weight_tensor(SPEC.rules.cache))
+    c = ArgCast(("args", 0), torch.float32, torch.bfloat16, weight=True, cacheable=True)
+    w, u = torch.randn(4, requires_grad=True), torch.randn(4)
+    with reference_impl.autocast("cpu"):
+        assert cast(c, w) is cast(c, w)
+        assert cast(c, u) is not cast(c, u)
 
 
 # --- tracing ---
