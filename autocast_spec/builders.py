@@ -65,6 +65,17 @@ def _tolerances(d: Mapping[str, Any] | None) -> Mapping[str, Tolerance]:
     return frozen_map({k: Tolerance(float(v["atol"]), float(v["rtol"])) for k, v in (d or {}).items()})
 
 
+def _functorch_gaps(gaps: Mapping[str, Any], app: Applicability) -> Mapping[str, str]:
+    """transform -> why, for the gaps of this torch release (a string: every release)."""
+    return frozen_map(
+        {
+            k: v if isinstance(v, str) else v["reason"]
+            for k, v in gaps.items()
+            if isinstance(v, str) or app.admits(v)
+        }
+    )
+
+
 def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
     out = {}
     for op, d in doc.data["ops"].items():
@@ -88,10 +99,12 @@ def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
             fake_kernel=bool(d.get("fake_kernel", True)),
             needs_device=bool(d.get("needs_device", False)),
             intercept_only=d.get("intercept_only", ""),
-            functorch_gaps=frozen_map(d.get("functorch_gaps", {})),
+            functorch_gaps=_functorch_gaps(d.get("functorch_gaps", {}), app),
             scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(
-                KernelGap(g["device"], g["dtype"], g["reason"]) for g in d.get("kernel_gaps", [])
+                KernelGap(g["device"], g["dtype"], g["reason"])
+                for g in d.get("kernel_gaps", [])
+                if app.admits(g)
             ),
             note=d.get("note", ""),
         )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from autocast_spec.builders import build_ops
+from autocast_spec.versions import Applicability
+from autocast_spec.yaml_source import YamlDocument
 from reference_impl.catalog_checks import (
     entry_point_reaches_op,
     run_device_for,
@@ -64,3 +67,37 @@ def test_entry_point_reaches_op(op: str, index: int) -> None:
     assert entry_point_reaches_op(SPEC, info, ep, device, key), (
         f"{ep.name} with its sample does not reach {op} on {device}"
     )
+
+
+def _gap_catalog() -> YamlDocument:
+    """One op with a gap of every form: for all releases, and bounded by since/until."""
+    sample = {"args": [{"t": [2, 2]}]}
+    bounded = {"reason": "only 2.12", "since": "2.12", "until": "2.13"}
+    op = {
+        "samples": [sample],
+        "functorch_gaps": {"vmap": "every release", "grad": bounded},
+        "kernel_gaps": [
+            {"device": "cpu", "dtype": "float16", "reason": "every release"},
+            {"device": "cpu", "dtype": "bfloat16", **bounded},
+        ],
+    }
+    return YamlDocument("ops.yaml", {"ops": {"aten::mm": op}}, {})
+
+
+@pytest.mark.parametrize("release,bounded_gap", [("2.11", False), ("2.12", True), ("2.13", False)])
+def test_gaps_hold_for_their_releases(release: str, bounded_gap: bool) -> None:
+    """A gap given as a string holds on every release; one with since/until only in its range."""
+    info = build_ops(_gap_catalog(), Applicability(release, frozenset()))["aten::mm"]
+    assert info.functorch_gaps["vmap"] == "every release"
+    assert ("grad" in info.functorch_gaps) is bounded_gap
+    assert info.kernel_gap("cpu", "float16") is not None
+    assert (info.kernel_gap("cpu", "bfloat16") is not None) is bounded_gap
+
+
+def test_bundled_gap_bounded_to_old_releases() -> None:
+    """The bundled catalog's bounded gaps: present on the release they name, gone on today's."""
+    old = load_installed_spec(torch_version="2.11", check_registry=False)
+    gone = [
+        (op, k) for op, i in old.ops.items() for k in i.functorch_gaps if k not in SPEC.ops[op].functorch_gaps
+    ]
+    assert gone, "no functorch gap of torch 2.11 is bounded by until"
