@@ -9,29 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .catalog import Arg, DtypeArg, EntryPoint, KernelGap, ListArg, Literal, OpInfo, Sample, TensorArg
+from .common import SourceLoc, Tolerance, frozen_map
 from .model import (
-    Arg,
     CacheRule,
     ContextRules,
     CustomOpRules,
     Divergence,
-    DtypeArg,
     Eligibility,
-    EntryPoint,
     JitLimitation,
-    KernelGap,
     KnownBug,
-    ListArg,
-    Literal,
-    OpInfo,
     Policy,
     PromoteRule,
     Rules,
-    Sample,
-    SourceLoc,
-    TensorArg,
-    Tolerance,
-    frozen_map,
 )
 from .versions import Applicability, specifier_contains
 from .yaml_source import PathKey, YamlDocument

@@ -9,7 +9,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Iterable, Sequence
 
-from .model import DeviceSpec, JitLimitation, OpInfo
+from .catalog import OpInfo
+from .model import DeviceSpec, JitLimitation
 from .problems import SpecProblem
 from .yaml_source import YamlDocument
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .common import SourceLoc, frozen_map
 from .env_overrides import apply_env_overrides
-from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, SourceLoc, UnsupportedDtypeRule, frozen_map
+from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, UnsupportedDtypeRule
 from .problems import SpecProblem
 from .versions import Applicability
 from .yaml_source import YamlDocument

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from .model import DeviceSpec, OpPolicy, SourceLoc, frozen_map
+from .common import SourceLoc, frozen_map
+from .model import DeviceSpec, OpPolicy
 
 
 def _named(name: str, ops: Mapping[str, OpPolicy]) -> list[str]:

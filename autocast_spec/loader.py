@@ -18,9 +18,11 @@ from pathlib import Path
 
 from . import checks
 from .builders import build_jit, build_ops, build_rules
+from .catalog import OpInfo
+from .common import frozen_map
 from .devices import RawDevice, raw_device, resolve_devices
 from .files import Sources, content_hash, gather
-from .model import DeviceSpec, Divergence, JitLimitation, ModeDivergences, OpInfo, Spec, frozen_map
+from .model import DeviceSpec, Divergence, JitLimitation, ModeDivergences, Spec
 from .problems import SpecError, SpecProblem
 from .versions import (
     Applicability,

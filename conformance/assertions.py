@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from autocast_spec.model import Tolerance
+from autocast_spec.common import Tolerance
 from reference_impl.compare import bound, tensor_mismatch
 from reference_impl.dtypes import dtype_name
 from reference_impl.samples import Materialized

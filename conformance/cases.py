@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autocast_spec.model import OpInfo, Policy, Rules
+from autocast_spec.catalog import OpInfo
+from autocast_spec.model import Policy, Rules
 from reference_impl.dtypes import NON_FLOATING
 from reference_impl.torch_registry import autocast_registrations, inplace_variant, op_exists, out_variant
 

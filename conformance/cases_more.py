@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from autocast_spec.model import ListArg, Policy, Sample, TensorArg
+from autocast_spec.catalog import ListArg, Sample, TensorArg
+from autocast_spec.model import Policy
 from reference_impl.signatures import SlotKind, signature
 
 from .cases import DISCRIMINATING_MIX, Case, _info, _listed

@@ -10,7 +10,8 @@ from typing import Any
 
 import torch
 
-from autocast_spec.model import EntryPoint, Sample, Tolerance
+from autocast_spec.catalog import EntryPoint, Sample
+from autocast_spec.common import Tolerance
 from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState, expected_output_dtype

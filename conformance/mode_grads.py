@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from autocast_spec.model import Tolerance
+from autocast_spec.common import Tolerance
 from reference_impl.compare import output_mismatch
 from reference_impl.runtime import quiet
 from reference_impl.samples import first_tensor, materialize

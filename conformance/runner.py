@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from autocast_spec.model import EntryPoint, ListArg, Sample, Spec, TensorArg
+from autocast_spec.catalog import EntryPoint, ListArg, Sample, TensorArg
+from autocast_spec.model import Spec
 from reference_impl.dtypes import dtype_name, dtype_of
 from reference_impl.oracle import oracle_call
 from reference_impl.policy import AutocastState, CastPlan, decide

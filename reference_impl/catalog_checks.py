@@ -9,7 +9,8 @@ import contextlib
 
 import torch
 
-from autocast_spec.model import EntryPoint, OpInfo, Sample, Spec
+from autocast_spec.catalog import EntryPoint, OpInfo, Sample
+from autocast_spec.model import Spec
 
 from .dtypes import dtype_of
 from .runtime import (

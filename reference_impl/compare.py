@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from autocast_spec.model import Tolerance
+from autocast_spec.common import Tolerance
 
 
 @dataclass(frozen=True)

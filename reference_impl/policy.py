@@ -47,7 +47,8 @@ from typing import Any
 
 import torch
 
-from autocast_spec.model import DeviceSpec, OpInfo, Policy, Rules
+from autocast_spec.catalog import OpInfo
+from autocast_spec.model import DeviceSpec, Policy, Rules
 
 from .dtypes import dtype_name
 from .eligibility import Eligible, eligibility, weight_tensor

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from autocast_spec.model import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
+from autocast_spec.catalog import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
 
 from .dtypes import dtype_of
 from .torch_registry import op_overload

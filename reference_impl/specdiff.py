@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autocast_spec.model import DeviceSpec, JitLimitation, Rules, Spec, Tolerance
+from autocast_spec.common import Tolerance
+from autocast_spec.model import DeviceSpec, JitLimitation, Rules, Spec
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from autocast_spec.model import Tolerance
+from autocast_spec.common import Tolerance
 from reference_impl.compare import output_mismatch
 
 NAN = float("nan")

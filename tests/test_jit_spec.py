@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from autocast_spec.model import Divergence, OpPolicy, Policy, Spec, frozen_map
+from autocast_spec.common import frozen_map
+from autocast_spec.model import Divergence, OpPolicy, Policy, Spec
 from conformance import jit_core, jit_scenarios, mode_run, mode_verdict
 from reference_impl.cli.list_cmd import device_listing
 from reference_impl.cli.readme_tables import END, START, extract_block, jit_block

@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autocast_spec.common import SourceLoc, frozen_map
 from autocast_spec.files import device_torch_ranges
-from autocast_spec.model import DeviceSpec, OpPolicy, SourceLoc, frozen_map
+from autocast_spec.model import DeviceSpec, OpPolicy
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import nearest_covered_version
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autocast_spec.model import DeviceSpec, OpPolicy, SourceLoc, UnsupportedDtypeRule, frozen_map
+from autocast_spec.common import SourceLoc, frozen_map
+from autocast_spec.model import DeviceSpec, OpPolicy, UnsupportedDtypeRule
 
 from ..dtypes import dtype_name
 from ..torch_registry import installed_torch_version, parse_release
