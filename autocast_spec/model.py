@@ -76,7 +76,11 @@ class UnsupportedDtypeRule:
     """What ``torch.autocast(device, dtype=...)`` does for a dtype the device lacks."""
 
     action: str  # "warn_and_disable" | "error"
-    message: str  # a regular expression the warning or error must match
+    message: str  # a regular expression the warning or error must match; {device}: the device's name
+
+    def text(self, device: str) -> str:
+        """The message for ``device`` (a renamed PrivateUse1 backend's warning names it)."""
+        return self.message.replace("{device}", device)
 
 
 @dataclass(frozen=True)

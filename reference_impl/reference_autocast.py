@@ -329,7 +329,11 @@ class autocast:  # lower case: mirrors torch.autocast
         self._ctor = (device_type, dtype, enabled, cache_enabled, self.spec)
         if enabled and dtype_name(self.fast_dtype) not in self.dspec.supported_dtypes:
             rule = self.dspec.unsupported_dtype
-            message = rule.message if rule else f"{device_type} autocast does not support {self.fast_dtype}"
+            message = (
+                rule.text(device_type)
+                if rule
+                else f"{device_type} autocast does not support {self.fast_dtype}"
+            )
             if rule is not None and rule.action == "error":
                 raise RuntimeError(message)
             warnings.warn(message, stacklevel=2)
