@@ -24,7 +24,6 @@ import contextlib
 import functools
 import threading
 import warnings
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -33,7 +32,7 @@ import torch
 
 from autocast_spec.model import DeviceSpec, Policy, Spec
 
-from . import reference_dispatch, trace
+from . import reference_dispatch, trace, weight_cache
 from .dtypes import dtype_name
 from .eligibility import weight_tensor
 from .installed_spec import load_installed_spec
@@ -43,6 +42,7 @@ from .policy import ArgCast, AutocastState, CastPlan, decide
 from .reference_dispatch import DeviceKernels, Handler, Kernel, Registration
 from .signatures import Path, signature
 from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload
+from .weight_cache import cached_cast, from_cache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,9 +61,6 @@ def default_spec() -> Spec:
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.regions: list[autocast] = []
-        # The weight-cast cache: id(source) (with the dtype under rules.cache.key
-        # source_and_dtype) -> (weakref to source, cast copy).
-        self.cache: dict[Any, tuple[weakref.ReferenceType[torch.Tensor], torch.Tensor]] = {}
 
 
 _TLS = _ThreadState()
@@ -74,42 +71,6 @@ def _innermost(device: str) -> autocast | None:
         if region.device == device:
             return region
     return None
-
-
-def clear_cache() -> None:
-    """Drop this thread's reference weight-cast cache."""
-    _TLS.cache.clear()
-
-
-# ---------------------------------------------------------------------------
-# The weight-cast cache
-# ---------------------------------------------------------------------------
-
-
-def _from_cache(
-    src: torch.Tensor, to: torch.dtype, make: Callable[[torch.Tensor], torch.Tensor], by_dtype: bool
-) -> tuple[torch.Tensor, bool]:
-    """``cached_cast``: the cast copy of a weight, made once per region (by ``make``);
-    (copy, served from the cache)."""
-    key = (id(src), to) if by_dtype else id(src)
-    cache = _TLS.cache
-    entry = cache.get(key)
-    if entry is not None and entry[0]() is src:
-        return entry[1], True
-    new = make(src)
-    cache[key] = (weakref.ref(src), new)
-    return new, False
-
-
-def _cached(by_dtype: bool, weight: Callable[[torch.Tensor], bool]) -> CastFn:
-    """The cast callback of :func:`apply_plan` with the weight cache on."""
-
-    def cast(c: ArgCast, src: torch.Tensor) -> torch.Tensor:
-        if c.cacheable and weight(src):
-            return _from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype)[0]
-        return to_dtype(c, src)
-
-    return cast
 
 
 def _arg_name(op: str, path: Path) -> str:
@@ -128,9 +89,7 @@ def _traced_cast(
         is_weight = c.cacheable and weight(src)
         cached = is_weight and use_cache
         new, hit = (
-            _from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype)
-            if cached
-            else (to_dtype(c, src), False)
+            from_cache(src, c.to_dtype, caster(c.to_dtype), by_dtype) if cached else (to_dtype(c, src), False)
         )
         arg = _arg_name(plan.op, c.path)
         record = trace.cast_record(
@@ -170,7 +129,7 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     call_key = call_key_for(op)
     by_dtype = rules.cache.key == "source_and_dtype"
     weight = weight_tensor(rules.cache)
-    cached = _cached(by_dtype, weight)
+    cached = cached_cast(by_dtype, weight)
     inference_cache = rules.cache.in_inference_mode
     guard = torch._C._ExcludeDispatchKeyGuard
     get_dtype = torch.get_autocast_dtype
@@ -218,7 +177,7 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
                 for i, make, cache_as in positional:
                     src = b[i]
                     b[i] = (
-                        _from_cache(src, cache_as, make, by_dtype)[0]
+                        from_cache(src, cache_as, make, by_dtype)[0]
                         if cache_as and weight(src)
                         else make(src)
                     )
@@ -373,7 +332,7 @@ class autocast:  # lower case: mirrors torch.autocast
         if torch.autocast_decrement_nesting() == 0:
             torch.clear_autocast_cache()
         if not _TLS.regions or self.spec.rules.cache.cleared_at == "every_exit":
-            clear_cache()
+            weight_cache.clear()
         enabled, dtype, cache = self._prev
         torch.set_autocast_enabled(self.device, enabled)
         torch.set_autocast_dtype(self.device, dtype)

@@ -18,7 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import reference_impl
 from autocast_spec.model import Policy
-from reference_impl import reference_autocast, reference_dispatch, runtime, torch_registry
+from reference_impl import reference_dispatch, runtime, torch_registry, weight_cache
 from reference_impl.compare import output_mismatch
 from reference_impl.dtypes import dtype_name
 from reference_impl.eligibility import weight_tensor
@@ -310,7 +310,7 @@ def test_memo_gives_each_kind_of_call_its_own_plan() -> None:
 def test_apply_plan_cache_callback_tests_each_tensor() -> None:
     """The cast callback of plans with casts beyond positional arguments: the plan's cast
     qualifies for the cache, the tensor decides (a plan memoized for a weight meets a plain tensor)."""
-    cast = reference_autocast._cached(False, weight_tensor(SPEC.rules.cache))
+    cast = weight_cache.cached_cast(False, weight_tensor(SPEC.rules.cache))
     c = ArgCast(("args", 0), torch.float32, torch.bfloat16, weight=True, cacheable=True)
     w, u = torch.randn(4, requires_grad=True), torch.randn(4)
     with reference_impl.autocast("cpu"):
