@@ -130,7 +130,7 @@ def functorch(target: Target) -> list[Case]:
             for t in transforms:
                 out.append(
                     Case(
-                        "op_policy",
+                        "functorch",
                         target.device,
                         dtype,
                         pol.value,

@@ -190,6 +190,15 @@ def test_transition_knobs_change_the_model(
         _steps(with_rules(cpu, part, **{knob: value}), steps)
 
 
+@pytest.mark.parametrize("category", [c for c in registry.CATEGORIES if c.generators], ids=lambda c: c.name)
+def test_a_category_marks_its_own_cases(cpu: Target, category: registry.Category) -> None:
+    """``-m <category>`` selects the category's tests: every case a category's generators
+    make carries that category (its pytest marker and the category certification records)."""
+    for gen in category.generators:
+        others = sorted({c.category for c in registry.cases(cpu, gen)} - {category.name})
+        assert not others, f"generator {gen} of category {category.name} makes cases of {others}"
+
+
 def test_registry_is_the_one_list(cpu: Target) -> None:
     from conformance.plugin import CATEGORY_MARKERS
 
