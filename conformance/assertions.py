@@ -58,10 +58,21 @@ def _callable_text(case: Case, entry: str) -> str:
     return entry
 
 
+# What a snippet imports besides torch: the modules the run loaded with -p (a vendor's
+# backend registers its device there, so a snippet without them cannot run). Set once per
+# process by the plugin at configure time.
+_PREAMBLE: list[str] = ["import torch"]
+
+
+def set_plugins(plugins: Sequence[str]) -> None:
+    """The ``-p`` plugins of this run (``no:NAME`` entries disable, and import nothing)."""
+    _PREAMBLE[1:] = [f"import {p}" for p in plugins if not p.startswith("no:")]
+
+
 def reproduction(case: Case, m: Materialized | None, entry: str | None = None, note: str = "") -> str:
     """A copy-paste snippet for one call of ``case``."""
     entry = entry or case.entry or case.op
-    lines = ["import torch"]
+    lines = list(_PREAMBLE)
     names: list[str] = []
     if m is not None:
         for i, t in enumerate(m.tensors()):
@@ -259,7 +270,8 @@ def assert_scenario(
     dtype = f" under autocast({case.dtype})" if case.dtype else ""
     inputs = f"\n  inputs: {describe(list(m.args))} {describe(m.kwargs) if m.kwargs else ''}" if m else ""
     scenario = "\n".join(f"    # {s}" for s in steps)
-    snippet = reproduction(case, m) if case.op else f"    import torch\n{scenario}"
+    imports = "\n".join(f"    {ln}" for ln in _PREAMBLE)
+    snippet = reproduction(case, m) if case.op else f"{imports}\n{scenario}"
     if case.op and scenario:
         snippet += "\n" + scenario
     pytest.fail(

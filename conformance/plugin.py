@@ -15,6 +15,7 @@ from autocast_spec.model import Policy
 from conformance.errors import usage_error
 from reference_impl.reference_autocast import kernels_installed
 
+from .assertions import set_plugins
 from .registry import mandatory_able, markers
 from .target import IMPLEMENTATIONS, Options, Target, TargetError, resolve_target
 
@@ -99,6 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in POLICY_MARKERS:
         config.addinivalue_line("markers", f"{name}: ops of the {name} policy")
     config.addinivalue_line("markers", "conformance_cases(name): parametrize 'case' from a spec generator")
+    set_plugins(config.getoption("plugins") or [])  # failure snippets import them
     opts = options_of(config)
     if _explicit(opts):
         try:

@@ -8,7 +8,9 @@ expect every op to fall through: "autocast state is for 'npu', the spec for 'pri
 
 from __future__ import annotations
 
-from suite_runs import run_suite, summary, with_tests_on_path
+from pathlib import Path
+
+from suite_runs import TESTS, run_suite, summary, with_tests_on_path
 
 from reference_impl.installed_spec import load_installed_spec
 
@@ -41,3 +43,19 @@ def test_renamed_privateuse1_backend_is_held_to_the_privateuse1_spec() -> None:
         f"{summary(p)}\nreproduce:\n  PYTHONPATH=tests python -m pytest conformance -q {' '.join(args[:-1])} "
         f"'{args[-1]}'"
     )
+
+
+def test_failure_snippet_imports_the_backend_plugin(tmp_path: Path) -> None:
+    """A failure's reproduction snippet imports the modules the run loaded with -p: without
+    the vendor's backend module, ``torch.randn(...).to('npu')`` cannot run."""
+    spec = tmp_path / "npu.yaml"
+    text = (TESTS / "vendor_npu" / "npu.yaml").read_text()
+    difference = "  fp32:\n    - aten::prelu "
+    planted = text.replace(difference, "  lower_precision_fp:\n    - aten::prelu ")
+    assert planted != text
+    spec.write_text(planted)  # the backend keeps prelu in fp32; the spec now says cuda's lower
+    args = ("-p", "vendor_npu.npu_backend", "--backend", "npu", "--policy-only", "--spec", str(spec))
+    p = run_suite(*args, "-k", "test_op_policy and aten::prelu-", env_extra=with_tests_on_path())
+    assert p.returncode == 1 and "reproduce:" in p.stdout, summary(p)
+    snippet = p.stdout.split("reproduce:", 1)[1]
+    assert "import torch\n    import vendor_npu.npu_backend\n" in snippet, snippet[:400]
