@@ -7,6 +7,7 @@ the spec expects next to what was observed.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,8 +66,16 @@ _PREAMBLE: list[str] = ["import torch"]
 
 
 def set_plugins(plugins: Sequence[str]) -> None:
-    """The ``-p`` plugins of this run (``no:NAME`` entries disable, and import nothing)."""
-    _PREAMBLE[1:] = [f"import {p}" for p in plugins if not p.startswith("no:")]
+    """The ``-p`` plugins of this run that are modules (``no:NAME`` disables a plugin, and an
+    entry-point name need not be a module: neither is imported)."""
+    _PREAMBLE[1:] = [f"import {p}" for p in plugins if not p.startswith("no:") and _is_module(p)]
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def reproduction(case: Case, m: Materialized | None, entry: str | None = None, note: str = "") -> str:

@@ -5,8 +5,8 @@ thread-local autocast state (enabled, dtype, cache flag, nesting), and while it 
 open the reference's kernels handle the device's autocast ops in this thread. Each
 kernel asks the policy engine for the plan (memoized per kind of call: dtypes and
 devices of the tensors, other arguments by value; whether a cast tensor is a weight is
-tested on each call), makes the casts through :func:`reference_impl.oracle.apply_plan` with the weight-cast
-cache and tracing plugged in, and calls on below autocast. Ops the installed torch
+tested on each call), makes the casts through :func:`reference_impl.oracle.apply_plan`
+with the weight-cast cache and tracing plugged in, and calls on below autocast. Ops the installed torch
 autocasts but the spec does not list run untouched.
 
 Where the kernels sit and how a region switches them on is
