@@ -79,3 +79,17 @@ def positional_casts(plan: CastPlan) -> Positional | None:
     return tuple(
         (int(c.path[1]), caster(c.to_dtype), c.to_dtype if c.cacheable else None) for c in plan.casts
     )
+
+
+NativePlan = tuple[bool, tuple[tuple[int, torch.dtype, bool], ...]]
+
+
+def native_plan(plan: CastPlan) -> NativePlan | None:
+    """The plan as the C++ kernels keep it, ``(untouched, ((argument index, dtype, cacheable),
+    ...))``, when it does no more than positional casts (see :func:`positional_casts`); None
+    when the plan needs the Python kernel every time."""
+    if plan.untouched:
+        return (True, ())
+    if positional_casts(plan) is None:
+        return None
+    return (False, tuple((int(c.path[1]), c.to_dtype, c.cacheable) for c in plan.casts))

@@ -37,9 +37,9 @@ from .dtypes import dtype_name
 from .eligibility import weight_tensor
 from .installed_spec import load_installed_spec
 from .oracle import CastFn, apply_plan, caster, to_dtype
-from .plan_memo import MEMO_SIZE, Positional, call_key_for, positional_casts
+from .plan_memo import MEMO_SIZE, NativePlan, Positional, call_key_for, native_plan, positional_casts
 from .policy import ArgCast, AutocastState, CastPlan, decide
-from .reference_dispatch import DeviceKernels, Handler, Kernel, Registration
+from .reference_dispatch import Describe, DeviceKernels, Handler, Kernel, Registration
 from .signatures import Path, signature
 from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload
 from .weight_cache import cached_cast, from_cache
@@ -116,12 +116,13 @@ def _trace_dtype_args(plan: CastPlan, args: Sequence[Any]) -> None:
 # ---------------------------------------------------------------------------
 
 # What a memoized call does: (plan, the target overload, untouched, a cast the cache may serve,
-# the casts by argument index when that is all the plan does).
-_Step = tuple[CastPlan, Callable[..., Any], bool, bool, "Positional | None"]
+# the casts by argument index when that is all the plan does, the plan for the C++ kernels).
+_Step = tuple[CastPlan, Callable[..., Any], bool, bool, "Positional | None", "NativePlan | None"]
 
 
-def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
-    """The reference's autocast of ``op`` on ``dspec.device``: plan (memoized), casts, call."""
+def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> tuple[Handler, Describe]:
+    """The reference's autocast of ``op`` on ``dspec.device``: plan (memoized), casts, call;
+    and the plan of a call as the C++ kernels keep it."""
     device = dspec.device
     rules = spec.rules
     info = spec.op_info(op)
@@ -140,7 +141,14 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
     def decided(key: Any, dtype: torch.dtype, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Step:
         plan = decide(dspec, rules, AutocastState(device, dtype, True), op, args, kwargs, info)
         target = op_overload(plan.target_op)._op  # the C++ entry, without OpOverload.__call__
-        step = (plan, target, plan.untouched, any(c.cacheable for c in plan.casts), positional_casts(plan))
+        step = (
+            plan,
+            target,
+            plan.untouched,
+            any(c.cacheable for c in plan.casts),
+            positional_casts(plan),
+            native_plan(plan),
+        )
         if key is not None:
             if len(memo) >= MEMO_SIZE:
                 memo.clear()
@@ -156,7 +164,7 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
             step = memo.get(key) or decided(key, dtype, args, kwargs)
         except TypeError:  # an unhashable argument: decide without the memo
             step = decided(None, dtype, args, kwargs)
-        plan, target, untouched, weights, positional = step
+        plan, target, untouched, weights, positional, _ = step
         if untouched:
             with guard(below):
                 return target(*args, **kwargs)
@@ -186,7 +194,15 @@ def _handler(op: str, dspec: DeviceSpec, spec: Spec) -> Handler:
                     b[i] = make(b[i])
             return target(*b, **kwargs)
 
-    return handle
+    def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> NativePlan | None:
+        dtype = get_dtype(device)
+        try:
+            key: Any = call_key(dtype, args, kwargs)
+        except TypeError:  # unhashable: no memo here, none in C++ either
+            return None
+        return (memo.get(key) or decided(key, dtype, args, kwargs))[5]
+
+    return handle, describe
 
 
 def _always_on(op: str, handle: Handler, dspec: DeviceSpec, key: torch._C.DispatchKey) -> Kernel:
@@ -204,7 +220,7 @@ def _always_on(op: str, handle: Handler, dspec: DeviceSpec, key: torch._C.Dispat
 def _make_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchKey) -> Kernel:
     """A plain kernel for ``op`` at ``key`` (the device's Autocast key): the spec's policy
     wherever it runs, with the weight cache inside a reference region of the device."""
-    return _always_on(op, _handler(op, dspec, spec), dspec, key)
+    return _always_on(op, _handler(op, dspec, spec)[0], dspec, key)
 
 
 _KERNELS: dict[tuple[int, str], DeviceKernels] = {}
@@ -218,12 +234,14 @@ def device_kernels(spec: Spec, dspec: DeviceSpec) -> DeviceKernels:
     if built is not None and built.spec is spec:
         return built
     native_key = dispatch_key(dspec.dispatch_key)
-    handlers = {op: _handler(op, dspec, spec) for op in sorted(dspec.ops) if op_exists(op)}
+    made = {op: _handler(op, dspec, spec) for op in sorted(dspec.ops) if op_exists(op)}
+    handlers = {op: h for op, (h, _) in made.items()}
     built = DeviceKernels(
         spec=spec,
         device=dspec.device,
         dispatch_key=dspec.dispatch_key,
         handlers=handlers,
+        describe={op: d for op, (_, d) in made.items()},
         always_on={op: _always_on(op, h, dspec, native_key) for op, h in handlers.items()},
         native_only=autocast_registrations(dspec.dispatch_key) - set(dspec.ops),
     )

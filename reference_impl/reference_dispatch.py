@@ -37,6 +37,7 @@ import torch
 
 from autocast_spec.model import Spec
 
+from . import fast_kernels, trace
 from .torch_registry import autocast_registrations, dispatch_key, op_overload, split_op_name
 
 REFERENCE_KEY_NAME = "AutocastIPU"
@@ -46,6 +47,11 @@ Handler = Callable[[tuple[Any, ...], dict[str, Any], torch._C.DispatchKeySet, bo
 """``handler(args, kwargs, below, in_region)``: the reference's autocast for one op on one
 device: plan, casts, then the call with the keys ``below`` excluded. ``in_region``: a
 reference region of the device is open in this thread (its weight cache and tracing apply)."""
+
+Describe = Callable[[tuple[Any, ...], dict[str, Any]], Any]
+"""``describe(args, kwargs)``: the handler's plan for such a call as the C++ kernels keep it,
+``(untouched, ((argument index, dtype, cacheable), ...))``, or None when the plan does more
+than positional casts (the C++ kernel then calls the handler every time)."""
 
 Kernel = Callable[..., Any]
 
@@ -64,6 +70,7 @@ class DeviceKernels:
     device: str
     dispatch_key: str
     handlers: Mapping[str, Handler]
+    describe: Mapping[str, Describe]
     always_on: Mapping[str, Kernel]
     native_only: frozenset[str]
 
@@ -119,20 +126,23 @@ class _Active:
     handlers: Mapping[str, Handler]
     regions: int
     below: torch._C.DispatchKeySet  # excluded when a handler calls on
+    below_keys: tuple[torch._C.DispatchKey, ...] = ()  # the same, for the C++ kernels
 
 
 class _Thread(threading.local):
     def __init__(self) -> None:
         self.devices: tuple[_Active, ...] = ()  # highest-ranked native key first
         self.exclude = torch._C.DispatchKeySet(REFERENCE_KEY)  # for calls the reference leaves alone
+        self.exclude_keys: tuple[torch._C.DispatchKey, ...] = (REFERENCE_KEY,)
         self.saved: tuple[bool, bool] = (False, True)  # the key's (included, excluded) before
 
 
 _THREAD = _Thread()
 _LOCK = threading.Lock()
 _REF_LIBS: dict[str, torch.library.Library] = {}
-_REF_OPS: set[str] = set()
+_REF_OPS: dict[str, int] = {}  # op -> its index in the C++ kernels' tables
 _REF_KERNELS: weakref.WeakSet[DeviceKernels] = weakref.WeakSet()  # their ops all registered
+_TABLES: weakref.WeakKeyDictionary[DeviceKernels, Any] = weakref.WeakKeyDictionary()  # C++ tables
 
 
 def _trampoline(op: str) -> Callable[..., Any]:
@@ -155,14 +165,43 @@ def _trampoline(op: str) -> Callable[..., Any]:
     return kernel
 
 
+def _python_entry(op: str, device: str) -> Callable[..., Any]:
+    """What the C++ kernel of ``op`` calls for ``device`` when its memo has no plan: the
+    handler, and the plan's description for the memo (``want_plan``)."""
+
+    def entry(args: tuple[Any, ...], kwargs: dict[str, Any], want_plan: bool) -> tuple[Any, Any]:
+        dev = next(d for d in _THREAD.devices if d.kernels.device == device)
+        plan = dev.kernels.describe[op](args, kwargs) if want_plan else None
+        return dev.handlers[op](args, kwargs, dev.below, True), plan
+
+    return entry
+
+
+def _table(kernels: DeviceKernels, ext: Any) -> Any:
+    """The C++ kernels' table of ``kernels``: the cache rule, and a Python entry per op."""
+    table = _TABLES.get(kernels)
+    if table is None:
+        cache = kernels.spec.rules.cache
+        table = ext.Table(
+            kernels.device,
+            cache.key == "source_and_dtype",
+            cache.requires_grad_only,
+            cache.leaf_only,
+            cache.exclude_views,
+            cache.in_inference_mode,
+        )
+        for op in kernels.handlers:
+            table.set(_REF_OPS[op], _python_entry(op, kernels.device))
+        _TABLES[kernels] = table
+    return table
+
+
 def _install_reference_key(kernels: DeviceKernels) -> None:
-    """Register the switch kernels this spec needs at the reference key (once per op)."""
+    """Register the switch kernels this spec needs at the reference key (once per op): the
+    C++ kernels where they can be built, else the Python trampolines."""
     if kernels in _REF_KERNELS:  # every later region of these kernels: nothing to do
         return
-    wanted = (set(kernels.handlers) | kernels.native_only) - _REF_OPS
-    if not wanted:
-        _REF_KERNELS.add(kernels)
-        return
+    ext = fast_kernels.extension()
     with _LOCK:
         if not _REF_OPS:
             foreign = autocast_registrations(REFERENCE_KEY_NAME)
@@ -174,22 +213,46 @@ def _install_reference_key(kernels: DeviceKernels) -> None:
             fallback = torch.library.Library("_", "IMPL")
             fallback.fallback(torch.library.fallthrough_kernel, REFERENCE_KEY_NAME)
             _REF_LIBS["_"] = fallback
-        for op in sorted(wanted - _REF_OPS):
+        for op in sorted((set(kernels.handlers) | kernels.native_only) - set(_REF_OPS)):
             ns, name = _impl_name(op)
-            _library(_REF_LIBS, ns).impl(name, _trampoline(op), REFERENCE_KEY_NAME, with_keyset=True)
-            _REF_OPS.add(op)
+            index = len(_REF_OPS)
+            if ext is not None:
+                ext.register_op(ns, name, REFERENCE_KEY, index)
+            else:
+                _library(_REF_LIBS, ns).impl(name, _trampoline(op), REFERENCE_KEY_NAME, with_keyset=True)
+            _REF_OPS[op] = index
+        if ext is not None:
+            _table(kernels, ext)
         _REF_KERNELS.add(kernels)
 
 
 def _recompute(t: _Thread) -> None:
-    keys = torch._C.DispatchKeySet(REFERENCE_KEY)
-    for dev in t.devices:
-        keys = keys.add(dev.native_key)
-    t.exclude = keys
+    keys = (REFERENCE_KEY, *(dev.native_key for dev in t.devices))
+    t.exclude_keys = keys
+    t.exclude = _key_set(keys)
     for dev in t.devices:
         # Alone: the call goes straight below autocast. With other devices open: only this
         # device's key is excluded, so the next device's reference kernel sees the call too.
-        dev.below = keys if len(t.devices) == 1 else torch._C.DispatchKeySet(dev.native_key)
+        dev.below_keys = keys if len(t.devices) == 1 else (dev.native_key,)
+        dev.below = _key_set(dev.below_keys)
+    _sync_extension(t)
+
+
+def _key_set(keys: tuple[torch._C.DispatchKey, ...]) -> torch._C.DispatchKeySet:
+    s = torch._C.DispatchKeySet(keys[0])
+    for k in keys[1:]:
+        s = s.add(k)
+    return s
+
+
+def _sync_extension(t: _Thread) -> None:
+    """Tell the C++ kernels what this thread has open (its devices, and whether it traces)."""
+    ext = fast_kernels.loaded()
+    if ext is not None:
+        ext.set_thread(
+            [(d.native_key, _TABLES[d.kernels], list(d.below_keys)) for d in t.devices], list(t.exclude_keys)
+        )
+        ext.set_tracing(trace.tracing())
 
 
 def _switch_on(kernels: DeviceKernels) -> None:
@@ -200,6 +263,7 @@ def _switch_on(kernels: DeviceKernels) -> None:
             if not _same_spec(dev.kernels.spec, kernels.spec):
                 raise _another_spec(kernels.device)
             dev.regions += 1
+            _sync_extension(t)
             return
     if not t.devices:
         t.saved = (

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from . import fast_kernels
 from .cast_report import CastReport
 from .dtypes import dtype_name
 from .policy import ArgCast
@@ -211,8 +212,18 @@ def trace_casts(model: nn.Module | None = None) -> Iterator[CastLog]:
     with ``model``, each record names the submodule that made it."""
     log = CastLog()
     _ACTIVE.logs.append(log)
+    _tell_kernels()
     try:
         with _module_names(model) if model is not None else contextlib.nullcontext():
             yield log
     finally:
         _ACTIVE.logs.remove(log)
+        _tell_kernels()
+
+
+def _tell_kernels() -> None:
+    """The C++ kernels, once loaded, leave every call of a tracing thread to Python (which
+    records); a thread's first region tells them too (``reference_dispatch``)."""
+    ext = fast_kernels.loaded()
+    if ext is not None:
+        ext.set_tracing(tracing())

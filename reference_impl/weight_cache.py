@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from . import fast_kernels
 from .oracle import CastFn, caster, to_dtype
 from .policy import ArgCast
 
@@ -32,13 +33,21 @@ _CACHE = _Cache()
 def clear() -> None:
     """Drop this thread's reference weight-cast cache."""
     _CACHE.entries.clear()
+    ext = fast_kernels.loaded()
+    if ext is not None:
+        ext.cache_clear()
 
 
 def from_cache(
     src: torch.Tensor, to: torch.dtype, make: Callable[[torch.Tensor], torch.Tensor], by_dtype: bool
 ) -> tuple[torch.Tensor, bool]:
     """``cached_cast``: the cast copy of a weight, made once per region (by ``make``);
-    (copy, served from the cache)."""
+    (copy, served from the cache). Once the C++ kernels are loaded, their cache is the one
+    both kinds of kernel use (it makes the copy with ``Tensor.to``, as ``make`` does)."""
+    ext = fast_kernels.loaded()
+    if ext is not None:
+        hit: tuple[torch.Tensor, bool] = ext.cache_cast(src, to, by_dtype)
+        return hit
     key = (id(src), to) if by_dtype else id(src)
     entries = _CACHE.entries
     entry = entries.get(key)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+from mixed_calls import mixed_calls
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import reference_impl
@@ -270,20 +271,6 @@ def test_cache_tests_each_call_s_tensors(weight_first: bool, traced: bool) -> No
         torch.testing.assert_close(r, n, rtol=0, atol=0)
 
 
-def _mixed_calls() -> list[Callable[[], torch.Tensor]]:
-    """The same ops called with tensors of different dtypes: each kind of call its own plan
-    (lower precision, untouched float64, promotion through a list, non-tensor arguments)."""
-    g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(2, 8, generator=g), torch.randn(4, 8, generator=g)
-    img, k = torch.randn(1, 2, 6, 6, generator=g), torch.randn(2, 2, 3, 3, generator=g)
-    kinds = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.float64, torch.float32]
-    F = torch.nn.functional
-    calls = [lambda d=d: F.linear(x.to(d), w.to(d)) for d in kinds]
-    calls += [lambda d=d: F.conv2d(img.to(d), k.to(d), None, 2) for d in kinds]
-    calls += [lambda a=a, b=b: torch.cat([x.to(a), x.to(b)]) for a in kinds[:3] for b in kinds[:3]]
-    return calls
-
-
 def _casts_made(log: Any) -> list[tuple[str, str, torch.dtype | None, torch.dtype]]:
     return [(r.op, r.arg, r.from_dtype, r.to_dtype) for r in log]
 
@@ -292,14 +279,14 @@ def test_memo_gives_each_kind_of_call_its_own_plan() -> None:
     """One region, so memoized plans serve later calls: outputs as native, and casts as a
     fresh spec (memo empty) makes them for each call alone."""
     with torch.autocast("cpu"):
-        native = [call() for call in _mixed_calls()]
+        native = [call() for call in mixed_calls()]
     with reference_impl.trace_casts() as log, reference_impl.autocast("cpu"):
-        ref = [call() for call in _mixed_calls()]
+        ref = [call() for call in mixed_calls()]
     assert len({n.dtype for n in native}) > 2  # the calls differ in what autocast does
     for n, r in zip(native, ref, strict=True):
         torch.testing.assert_close(r, n, rtol=0, atol=0)
     alone = []
-    for i, call in enumerate(_mixed_calls()):
+    for i, call in enumerate(mixed_calls()):
         fresh = dataclasses.replace(SPEC, content_hash=f"fresh-{i}")
         with reference_impl.trace_casts() as one, reference_impl.autocast("cpu", spec=fresh):
             call()
