@@ -36,6 +36,7 @@ import torch
 from paired import Paired, empty_region, paired
 
 import reference_impl
+from reference_impl import fast_kernels
 
 Clock = Callable[[], float]
 
@@ -105,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.worker:
         print(json.dumps(worker(a)))
         return 0
+    kernels = "C++" if fast_kernels.extension() is not None else "Python"  # built before timing
     print(
-        f"torch {torch.__version__}, {a.threads or torch.get_num_threads()} threads, "
-        f"{a.processes} processes x "
+        f"torch {torch.__version__}, reference kernels: {kernels}, "
+        f"{a.threads or torch.get_num_threads()} threads, {a.processes} processes x "
         f"{a.pairs} paired fwd+bwd steps ({a.clock} time), batch {hf_models.BATCH}; "
         f"load average before: {os.getloadavg()[0]:.2f}"
     )
