@@ -33,13 +33,14 @@ import torch
 from autocast_spec.model import DeviceSpec, Policy, Spec
 
 from . import reference_dispatch, trace, weight_cache
+from .device_kernels import Describe, DeviceKernels, Handler, Kernel
 from .dtypes import dtype_name
 from .eligibility import weight_tensor
 from .installed_spec import load_installed_spec
 from .oracle import CastFn, apply_plan, caster, to_dtype
 from .plan_memo import MEMO_SIZE, NativePlan, Positional, call_key_for, native_plan, positional_casts
 from .policy import ArgCast, AutocastState, CastPlan, decide
-from .reference_dispatch import Describe, DeviceKernels, Handler, Kernel, Registration
+from .reference_dispatch import Registration
 from .signatures import Path, signature
 from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload
 from .weight_cache import cached_cast, from_cache

@@ -13,7 +13,10 @@ Two mechanisms, chosen per device by where its native Autocast key sits:
   registers nothing, native kernels are never overridden, and other threads never
   see the reference. A kernel asks the dispatch key set of the call whether native
   autocast would have run (the device's Autocast key is there: autocast enabled
-  and an argument on the device) and, if not, redispatches untouched.
+  and an argument on the device) and, if not, redispatches untouched. The kernels
+  there are the C++ ones of :mod:`reference_impl.fast_kernels` where they build
+  (memoized plans run in C++; everything else calls the handler, in Python), else
+  Python trampolines that call the handler every time.
 * **The native key** (mps, cuda, privateuse1, hpu: keys above the borrowed one, so
   the native kernel would run first). Kernels are registered at the device's own
   Autocast key while a region is open anywhere in the process (:class:`Registration`),
@@ -35,82 +38,19 @@ from typing import Any
 
 import torch
 
-from autocast_spec.model import Spec
-
 from . import fast_kernels, trace
-from .torch_registry import autocast_registrations, dispatch_key, op_overload, split_op_name
-
-REFERENCE_KEY_NAME = "AutocastIPU"
-REFERENCE_KEY = dispatch_key(REFERENCE_KEY_NAME)
-
-Handler = Callable[[tuple[Any, ...], dict[str, Any], torch._C.DispatchKeySet, bool], Any]
-"""``handler(args, kwargs, below, in_region)``: the reference's autocast for one op on one
-device: plan, casts, then the call with the keys ``below`` excluded. ``in_region``: a
-reference region of the device is open in this thread (its weight cache and tracing apply)."""
-
-Describe = Callable[[tuple[Any, ...], dict[str, Any]], Any]
-"""``describe(args, kwargs)``: the handler's plan for such a call as the C++ kernels keep it,
-``(untouched, ((argument index, dtype, cacheable), ...))``, or None when the plan does more
-than positional casts (the C++ kernel then calls the handler every time)."""
-
-Kernel = Callable[..., Any]
-
-
-@dataclass(frozen=True, eq=False)
-class DeviceKernels:
-    """The reference's kernels for one spec on one device.
-
-    ``handlers``: one per spec op this torch has; ``always_on``: the same as plain
-    kernels for the device's own Autocast key (they check the region themselves);
-    ``native_only``: ops torch registers at that key that the spec does not list
-    (the reference leaves them untouched).
-    """
-
-    spec: Spec
-    device: str
-    dispatch_key: str
-    handlers: Mapping[str, Handler]
-    describe: Mapping[str, Describe]
-    always_on: Mapping[str, Kernel]
-    native_only: frozenset[str]
-
-    @property
-    def native_key(self) -> torch._C.DispatchKey:
-        return dispatch_key(self.dispatch_key)
-
-    @property
-    def switched(self) -> bool:
-        """Runs at the reference key, switched per thread (else: registered at the native key)."""
-        return _rank(self.native_key) < _rank(REFERENCE_KEY)
-
-
-def _rank(key: torch._C.DispatchKey) -> int:
-    """The key's place in the dispatch order: a higher one runs first."""
-    rank: int = key.value
-    return rank
-
-
-def _same_spec(a: Spec, b: Spec) -> bool:
-    return a is b or a.content_hash == b.content_hash
-
-
-def _another_spec(device: str) -> RuntimeError:
-    return RuntimeError(
-        f"a reference autocast region for {device} with another spec is open; "
-        "close it before opening one with a different spec"
-    )
-
-
-def _library(libs: dict[str, torch.library.Library], ns: str) -> torch.library.Library:
-    if ns not in libs:
-        libs[ns] = torch.library.Library(ns, "IMPL")
-    return libs[ns]
-
-
-def _impl_name(op: str) -> tuple[str, str]:
-    ns, name, overload = split_op_name(op)
-    return ns, f"{name}.{overload}" if overload else name
-
+from .device_kernels import (
+    REFERENCE_KEY,
+    REFERENCE_KEY_NAME,
+    DeviceKernels,
+    Handler,
+    another_spec,
+    impl_name,
+    library,
+    rank,
+    same_spec,
+)
+from .torch_registry import autocast_registrations, op_overload
 
 # ---------------------------------------------------------------------------
 # The reference key: registered once, switched per thread
@@ -214,12 +154,12 @@ def _install_reference_key(kernels: DeviceKernels) -> None:
             fallback.fallback(torch.library.fallthrough_kernel, REFERENCE_KEY_NAME)
             _REF_LIBS["_"] = fallback
         for op in sorted((set(kernels.handlers) | kernels.native_only) - set(_REF_OPS)):
-            ns, name = _impl_name(op)
+            ns, name = impl_name(op)
             index = len(_REF_OPS)
             if ext is not None:
                 ext.register_op(ns, name, REFERENCE_KEY, index)
             else:
-                _library(_REF_LIBS, ns).impl(name, _trampoline(op), REFERENCE_KEY_NAME, with_keyset=True)
+                library(_REF_LIBS, ns).impl(name, _trampoline(op), REFERENCE_KEY_NAME, with_keyset=True)
             _REF_OPS[op] = index
         if ext is not None:
             _table(kernels, ext)
@@ -260,8 +200,8 @@ def _switch_on(kernels: DeviceKernels) -> None:
     t = _THREAD
     for dev in t.devices:
         if dev.kernels.device == kernels.device:
-            if not _same_spec(dev.kernels.spec, kernels.spec):
-                raise _another_spec(kernels.device)
+            if not same_spec(dev.kernels.spec, kernels.spec):
+                raise another_spec(kernels.device)
             dev.regions += 1
             _sync_extension(t)
             return
@@ -273,7 +213,7 @@ def _switch_on(kernels: DeviceKernels) -> None:
         torch._C._dispatch_tls_set_dispatch_key_included(REFERENCE_KEY, True)
         torch._C._dispatch_tls_set_dispatch_key_excluded(REFERENCE_KEY, False)
     new = _Active(kernels, kernels.native_key, kernels.handlers, 1, torch._C.DispatchKeySet(REFERENCE_KEY))
-    t.devices = tuple(sorted((*t.devices, new), key=lambda d: -_rank(d.native_key)))
+    t.devices = tuple(sorted((*t.devices, new), key=lambda d: -rank(d.native_key)))
     _recompute(t)
 
 
@@ -320,13 +260,11 @@ class Registration:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
             for op, kernel in sorted(self.kernels.always_on.items()):
-                ns, name = _impl_name(op)
-                _library(self.libs, ns).impl(name, kernel, self.kernels.dispatch_key)
+                ns, name = impl_name(op)
+                library(self.libs, ns).impl(name, kernel, self.kernels.dispatch_key)
             for op in sorted(self.kernels.native_only):
-                ns, name = _impl_name(op)
-                _library(self.libs, ns).impl(
-                    name, torch.library.fallthrough_kernel, self.kernels.dispatch_key
-                )
+                ns, name = impl_name(op)
+                library(self.libs, ns).impl(name, torch.library.fallthrough_kernel, self.kernels.dispatch_key)
 
     def _uninstall(self) -> None:
         for lib in self.libs.values():
@@ -343,8 +281,8 @@ class Registration:
                 cls._open[kernels.dispatch_key] = (reg, 1)
                 return
             reg, users = current
-            if not _same_spec(reg.kernels.spec, kernels.spec):
-                raise _another_spec(kernels.device)
+            if not same_spec(reg.kernels.spec, kernels.spec):
+                raise another_spec(kernels.device)
             cls._open[kernels.dispatch_key] = (reg, users + 1)
 
     @classmethod
