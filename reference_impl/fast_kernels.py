@@ -5,7 +5,7 @@ in two forms that do the same thing: Python trampolines, and a C++ kernel per op
 (``csrc/fast_kernels.cpp``) that applies a memoized plan of positional casts without
 entering Python, and calls the Python handler (the policy engine) for everything else.
 The C++ form is built with ``torch.utils.cpp_extension`` the first time a reference
-region or a cast trace opens (about 30 s, once per torch version; the build is kept
+region of a switched device opens (about 30 s, once per torch and Python version; the build is kept
 under ``TORCH_EXTENSIONS_DIR`` or torch's default extension root). Where it cannot be
 built (no compiler), or with ``REFERENCE_AUTOCAST_CPP=0``, the Python form is used.
 
@@ -34,8 +34,9 @@ _state: dict[str, ModuleType | None] = {}
 
 
 def _name() -> str:
-    """The extension's name: one build per torch version."""
-    return "reference_autocast_kernels_" + re.sub(r"\W", "_", torch.__version__)
+    """The extension's name: one build per torch version and Python version."""
+    py = f"py{sys.version_info.major}{sys.version_info.minor}"
+    return f"reference_autocast_kernels_{py}_" + re.sub(r"\W", "_", torch.__version__)
 
 
 def _load() -> ModuleType | None:

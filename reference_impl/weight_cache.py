@@ -43,16 +43,21 @@ def from_cache(
 ) -> tuple[torch.Tensor, bool]:
     """``cached_cast``: the cast copy of a weight, made once per region (by ``make``);
     (copy, served from the cache). Once the C++ kernels are loaded, their cache is the one
-    both kinds of kernel use (it makes the copy with ``Tensor.to``, as ``make`` does)."""
+    both kinds of kernel use (it makes the copy with ``Tensor.to``, as ``make`` does); copies
+    this thread stored here before they were loaded are still served until the cache is
+    cleared."""
     ext = fast_kernels.loaded()
-    if ext is not None:
+    entries = _CACHE.entries
+    if ext is not None and not entries:
         hit: tuple[torch.Tensor, bool] = ext.cache_cast(src, to, by_dtype)
         return hit
     key = (id(src), to) if by_dtype else id(src)
-    entries = _CACHE.entries
     entry = entries.get(key)
     if entry is not None and entry[0]() is src:
         return entry[1], True
+    if ext is not None:
+        made: tuple[torch.Tensor, bool] = ext.cache_cast(src, to, by_dtype)
+        return made
     new = make(src)
     entries[key] = (weakref.ref(src), new)
     return new, False

@@ -180,3 +180,43 @@ def test_without_a_compiler_the_python_kernels_run(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True", "torch.bfloat16"]
     assert "the C++ kernels could not be built" in r.stderr and "uses its Python kernels" in r.stderr
+
+
+def test_a_forked_thread_inherits_the_key_without_a_region(tmp_path: Path) -> None:
+    """TorchScript's fork runs on a thread that inherits this thread's dispatch state (the
+    borrowed key included) but not its regions: the kernels there call on below the key
+    (they recursed into themselves until the stack overflowed)."""
+    script = (
+        "import torch, reference_impl, torch.nn.functional as F\n"
+        "@torch.jit.script\n"
+        "def g(x, w): return F.linear(x, w)\n"
+        "@torch.jit.script\n"
+        "def f(x, w): return torch.jit._wait(torch.jit._fork(g, x, w))\n"
+        "x, w = torch.randn(3, 8), torch.randn(4, 8)\n"
+        "with reference_impl.autocast('cpu'):\n"
+        "    print(g(x, w).dtype, f(x, w).dtype)\n"
+    )
+    (tmp_path / "fork.py").write_text(script)  # TorchScript reads the functions' source
+    r = _run([sys.executable, str(tmp_path / "fork.py")], {})
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    assert r.stdout.split() == ["torch.bfloat16", "torch.bfloat16"]
+
+
+def test_weights_cached_before_the_kernels_load_are_still_served() -> None:
+    """A copy stored in this thread's cache before the C++ kernels loaded (a region of a
+    device whose kernels stay in Python, such as cuda) is served after they load."""
+    if os.environ.get(fast_kernels.ENV) == "0":
+        pytest.skip(f"{fast_kernels.ENV}=0: the reference runs its Python kernels")
+    script = (
+        "import torch, reference_impl\n"
+        "from reference_impl import fast_kernels, weight_cache\n"
+        "from reference_impl.oracle import caster\n"
+        "w, to = torch.randn(4, 8, requires_grad=True), torch.bfloat16\n"
+        "first, hit0 = weight_cache.from_cache(w, to, caster(to), False)\n"
+        "with reference_impl.autocast('cpu'):\n"
+        "    again, hit = weight_cache.from_cache(w, to, caster(to), False)\n"
+        "print(fast_kernels.loaded() is not None, hit0, hit, again is first)\n"
+    )
+    r = _run([sys.executable, "-c", script], {})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "False", "True", "True"]

@@ -75,19 +75,25 @@ struct OpState {
   }
 };
 
-// One spec's kernels on one device (a DeviceKernels in Python).
-struct Table {
-  c10::DeviceType device_type;
+// rules.cache, as the kernels apply it.
+struct CacheRule {
   bool by_dtype, requires_grad_only, leaf_only, exclude_views, inference_cache;
-  std::vector<std::unique_ptr<OpState>> ops;  // by op index; null where the spec has no handler
-
-  OpState* op(int64_t i) const {
-    return i < static_cast<int64_t>(ops.size()) ? ops[i].get() : nullptr;
-  }
 
   bool weight(const at::Tensor& t) const {  // eligibility.weight_tensor
     return (t.requires_grad() || !requires_grad_only) && (t.is_leaf() || !leaf_only) &&
         !(exclude_views && t.is_view()) && !at::caching::is_cached_tensor(t);
+  }
+};
+
+// One spec's kernels on one device (a DeviceKernels in Python). Python owns it; a call that
+// may run Python (which may close the region and free the table) holds what it still needs.
+struct Table {
+  c10::DeviceType device_type;
+  CacheRule cache;
+  std::vector<std::shared_ptr<OpState>> ops;  // by op index; null where the spec has no handler
+
+  OpState* op(int64_t i) const {
+    return i < static_cast<int64_t>(ops.size()) ? ops[i].get() : nullptr;
   }
 };
 
@@ -206,18 +212,18 @@ std::shared_ptr<const Plan> parse_plan(const py::handle& d) {  // (untouched, ((
   return plan;
 }
 
-void apply(const c10::OperatorHandle& op, const Table& table, const Plan& plan,
-           c10::DispatchKeySet below, torch::jit::Stack* stack) {
+void apply(const c10::OperatorHandle& op, const CacheRule rule, const Plan& plan, c10::DispatchKeySet below,
+           torch::jit::Stack* stack) {
   c10::impl::ExcludeDispatchKeyGuard guard(below);
   if (!plan.untouched) {
     const size_t base = stack->size() - op.schema().arguments().size();
     const bool use_cache = plan.any_cacheable && at::autocast::is_autocast_cache_enabled() &&
-        (table.inference_cache || !c10::InferenceMode::is_enabled());
+        (rule.inference_cache || !c10::InferenceMode::is_enabled());
     for (const Cast& c : plan.casts) {
       c10::IValue& slot = (*stack)[base + c.index];
       const at::Tensor src = slot.toTensor();
-      slot = use_cache && c.cacheable && table.weight(src) ? cached(src, c.to, table.by_dtype).first
-                                                           : src.to(c.to);
+      slot = use_cache && c.cacheable && rule.weight(src) ? cached(src, c.to, rule.by_dtype).first
+                                                          : src.to(c.to);
     }
   }
   op.callBoxed(stack);
@@ -225,12 +231,14 @@ void apply(const c10::OperatorHandle& op, const Table& table, const Plan& plan,
 
 // The Python handler: the arguments as Python objects (keyword-only ones as keywords),
 // the result back on the stack; the plan's description is memoized under ``key``.
-void call_python(const c10::OperatorHandle& op, OpState& st, const Key* key, uint64_t h,
+void call_python(const c10::OperatorHandle& op, std::shared_ptr<OpState> held, const Key* key, uint64_t h,
                  torch::jit::Stack* stack) {
   n_python.fetch_add(1, std::memory_order_relaxed);
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
   py::gil_scoped_acquire gil;
+  std::shared_ptr<OpState> keep = std::move(held);  // released before the GIL (it holds a py::object)
+  OpState& st = *keep;
   py::object result;
   {
     py::list args;
@@ -258,8 +266,9 @@ void call_python(const c10::OperatorHandle& op, OpState& st, const Key* key, uin
   }
 }
 
-void handle(const c10::OperatorHandle& op, const Table& table, OpState& st, c10::DispatchKeySet below,
+void handle(const c10::OperatorHandle& op, const Table& table, int64_t index, c10::DispatchKeySet below,
             torch::jit::Stack* stack) {
+  const std::shared_ptr<OpState>& st = table.ops[index];
   if (tls.tracing) return call_python(op, st, nullptr, 0, stack);  // the trace records in Python
   Key key;
   key.push_back(static_cast<int64_t>(at::autocast::get_autocast_dtype(table.device_type)));
@@ -267,24 +276,27 @@ void handle(const c10::OperatorHandle& op, const Table& table, OpState& st, c10:
   for (size_t i = stack->size() - n; i < stack->size(); ++i)
     if (!key_value((*stack)[i], key)) return call_python(op, st, nullptr, 0, stack);
   const uint64_t h = hash_key(key);
-  if (auto plan = st.find(h, key)) {
+  if (auto plan = st->find(h, key)) {
     n_fast.fetch_add(1, std::memory_order_relaxed);
-    return apply(op, table, *plan, below, stack);
+    return apply(op, table.cache, *plan, below, stack);
   }
   call_python(op, st, &key, h, stack);
 }
 
 // The kernel of one op at the borrowed key (reference_dispatch._trampoline).
 struct Kernel final : c10::OperatorKernel {
-  explicit Kernel(int64_t index) : index(index) {}
+  Kernel(int64_t index, c10::DispatchKey at) : index(index), at(at) {}
   int64_t index;
+  c10::DispatchKey at;  // the borrowed key
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
     for (const Active& dev : tls.devices) {
-      if (!ks.has(dev.native_key)) continue;
-      if (OpState* st = dev.table->op(index)) return handle(op, *dev.table, *st, dev.below, stack);
+      if (ks.has(dev.native_key) && dev.table->op(index) != nullptr)
+        return handle(op, *dev.table, index, dev.below, stack);
     }
-    c10::impl::ExcludeDispatchKeyGuard guard(tls.exclude);
+    // The key is always excluded here, also in a thread that never opened a region but
+    // inherited the key from one that did (at::launch, TorchScript's fork).
+    c10::impl::ExcludeDispatchKeyGuard guard(tls.exclude.add(at));
     op.callBoxed(stack);
   }
 };
@@ -298,7 +310,7 @@ c10::DispatchKeySet key_set(const std::vector<c10::DispatchKey>& keys) {
 void register_op(const std::string& ns, const std::string& name, c10::DispatchKey at, int64_t index) {
   // Kept for the process, like the Python kernels they replace.
   auto* lib = new torch::Library(torch::Library::IMPL, ns, at, __FILE__, __LINE__);
-  lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Kernel>(index)));
+  lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Kernel>(index, at)));
 }
 
 void set_thread(const std::vector<std::tuple<c10::DispatchKey, Table*, std::vector<c10::DispatchKey>>>& devices,
@@ -317,16 +329,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                        bool exclude_views, bool inference_cache) {
         auto t = std::make_unique<Table>();
         t->device_type = c10::Device(device).type();
-        t->by_dtype = by_dtype;
-        t->requires_grad_only = requires_grad_only;
-        t->leaf_only = leaf_only;
-        t->exclude_views = exclude_views;
-        t->inference_cache = inference_cache;
+        t->cache = CacheRule{by_dtype, requires_grad_only, leaf_only, exclude_views, inference_cache};
         return t;
       }))
       .def("set", [](Table& t, int64_t index, py::object python) {
         if (index >= static_cast<int64_t>(t.ops.size())) t.ops.resize(index + 1);
-        t.ops[index] = std::make_unique<OpState>();
+        t.ops[index] = std::make_shared<OpState>();
         t.ops[index]->python = std::move(python);
       })
       .def("memo_size", [](const Table& t, int64_t index) {
