@@ -16,11 +16,14 @@ None. The weight-cast cache of the C++ form is the one both forms use once it is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -56,9 +59,10 @@ def _load() -> ModuleType | None:
                 f"(once per torch version; {ENV}=0 skips it)",
                 file=sys.stderr,
             )
-        return cpp_extension.load(
-            name, [str(SOURCE)], extra_cflags=["-O2"], build_directory=str(where), verbose=False
-        )
+        with _ninja_on_path():
+            return cpp_extension.load(
+                name, [str(SOURCE)], extra_cflags=["-O2"], build_directory=str(where), verbose=False
+            )
     except Exception as e:  # no compiler, no headers: the Python kernels do the same work
         warnings.warn(
             f"reference_impl: the C++ kernels could not be built ({type(e).__name__}: "
@@ -68,6 +72,22 @@ def _load() -> ModuleType | None:
             stacklevel=3,
         )
         return None
+
+
+@contextlib.contextmanager
+def _ninja_on_path() -> Iterator[None]:
+    """``cpp_extension`` runs ``ninja`` from PATH. The ``ninja`` this package depends on sits
+    beside the interpreter, on PATH only in an activated environment: while loading, add it."""
+    here = Path(sys.executable).parent
+    if shutil.which("ninja") is not None or not (here / "ninja").exists():
+        yield
+        return
+    before = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{here}{os.pathsep}{before}"
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = before
 
 
 def extension() -> ModuleType | None:
