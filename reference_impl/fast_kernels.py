@@ -1,4 +1,4 @@
-"""The reference autocast's C++ kernels: built once per torch version, loaded on first use.
+"""The reference autocast's C++ kernels: built once per torch and Python version, loaded on first use.
 
 The kernels at the borrowed Autocast key (:mod:`reference_impl.reference_dispatch`) come
 in two forms that do the same thing: Python trampolines, and a C++ kernel per op
@@ -43,8 +43,11 @@ def _name() -> str:
 
 
 def _load() -> ModuleType | None:
-    if os.environ.get(ENV, "1") == "0":
+    setting = os.environ.get(ENV, "1")
+    if setting == "0":
         return None
+    if setting != "1":
+        warnings.warn(f"{ENV}={setting!r} is neither 0 nor 1: building the C++ kernels", stacklevel=4)
     # Imported here: it pulls in setuptools (0.1 s), which only a build or a first load needs.
     from torch.utils import cpp_extension
 
@@ -53,10 +56,11 @@ def _load() -> ModuleType | None:
         root = os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
         where = Path(root) / "autocast_conformance" / name
         where.mkdir(parents=True, exist_ok=True)
-        if not (where / f"{name}.so").exists():
+        built = where / f"{name}.so"
+        if not built.exists() or built.stat().st_mtime < SOURCE.stat().st_mtime:
             print(
                 f"reference_impl: building the reference autocast's C++ kernels into {where} "
-                f"(once per torch version; {ENV}=0 skips it)",
+                f"(about 30 s, once per torch and Python version and source; {ENV}=0 skips it)",
                 file=sys.stderr,
             )
         with _ninja_on_path():

@@ -223,3 +223,17 @@ def test_weights_cached_before_the_kernels_load_are_still_served() -> None:
     r = _run([sys.executable, "-c", script], {})
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["True", "False", "True", "True"]
+
+
+def test_a_setting_other_than_0_or_1_is_named() -> None:
+    script = (
+        "import reference_impl\n"
+        "from reference_impl import fast_kernels\n"
+        "with reference_impl.autocast('cpu'):\n"
+        "    pass\n"
+        "print(fast_kernels.loaded() is not None)\n"
+    )
+    r = _run([sys.executable, "-c", script], {fast_kernels.ENV: "false"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"{fast_kernels.ENV}='false' is neither 0 nor 1: building the C++ kernels" in r.stderr
+    assert r.stdout.split() == ["True"]
