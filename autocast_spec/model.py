@@ -178,7 +178,7 @@ class KnownBug:
     """
 
     id: str
-    check: str  # the generated check it shows up in (conformance/known_bugs.py CHECKS)
+    check: str  # the generated check it shows up in (conformance.registry.all_checks())
     observed: tuple[str, ...]  # each an observation the bug gives (in the check's words)
     reason: str
     source: str  # where it was reported

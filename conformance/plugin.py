@@ -1,33 +1,27 @@
 """pytest plugin: ``pytest conformance --backend <device>`` (entry point ``pytest11``).
 
-This module registers the command-line options and the markers, validates the
-options before collection, and lists the sub-plugins. Sub-plugins add one line
-each to ``pytest_plugins``.
+This module registers the command-line options and the markers, resolves the target
+before collection when an option was given (:mod:`conformance.session`), and lists the
+sub-plugins: :mod:`conformance.collection` (parametrization from the spec, fixtures, the
+state-leak check), :mod:`conformance.certify.plugin` and :mod:`conformance.modes.plugin`.
 """
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 
 from autocast_spec.model import Policy
-from conformance.errors import usage_error
-from reference_impl.reference_autocast import kernels_installed
 
-from .assertions import set_plugins
-from .registry import mandatory_able, markers
-from .target import IMPLEMENTATIONS, Options, Target, TargetError, resolve_target
+from .kit.verdict import set_plugins
+from .registry import markers
+from .session import explicit, options_of, release, target_of
+from .target import IMPLEMENTATIONS
 
 pytest_plugins = [
-    "conformance.suite",
+    "conformance.collection",
     "conformance.certify.plugin",
-    "conformance.modes",
+    "conformance.modes.plugin",
 ]
-
-TARGET_KEY = pytest.StashKey[Target]()
-# Holds the reference kernels installed for the run under --implementation reference.
-INSTALLED_KEY = pytest.StashKey[contextlib.ExitStack]()
 
 # The markers come from the category registry (conformance.registry).
 CATEGORY_MARKERS = markers()
@@ -77,23 +71,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def options_of(config: pytest.Config) -> Options:
-    return Options(
-        backend=config.getoption("--backend"),
-        dtype=config.getoption("--dtype"),
-        spec=tuple(config.getoption("--spec") or ()),
-        reference_device=config.getoption("--reference-device"),
-        policy_only=bool(config.getoption("--policy-only")),
-        implementation=str(config.getoption("--implementation") or "native"),
-    )
-
-
-def _explicit(opts: Options) -> bool:
-    return any((opts.backend, opts.dtype, opts.spec, opts.reference_device, opts.policy_only)) or (
-        opts.implementation != "native"
-    )
-
-
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in CATEGORY_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -101,31 +78,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: ops of the {name} policy")
     config.addinivalue_line("markers", "conformance_cases(name): parametrize 'case' from a spec generator")
     set_plugins(config.getoption("plugins") or [])  # failure snippets import them
-    opts = options_of(config)
-    if _explicit(opts):
-        try:
-            config.stash[TARGET_KEY] = resolve_target(opts, categories=mandatory_able())
-        except TargetError as e:
-            usage_error(str(e))
-        target_of(config)  # installs the reference kernels under --implementation reference
-
-
-def target_of(config: pytest.Config) -> Target:
-    """The run's target; resolved on first use when no option was given (cpu)."""
-    if TARGET_KEY not in config.stash:
-        try:
-            config.stash[TARGET_KEY] = resolve_target(options_of(config), categories=mandatory_able())
-        except TargetError as e:
-            usage_error(str(e))
-    target = config.stash[TARGET_KEY]
-    if target.uses_reference and INSTALLED_KEY not in config.stash:
-        stack = contextlib.ExitStack()
-        stack.enter_context(kernels_installed(target.device, target.reference_spec))
-        config.stash[INSTALLED_KEY] = stack
-    return target
+    if explicit(options_of(config)):
+        target_of(config)  # a bad option stops here; installs the reference kernels if asked
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if INSTALLED_KEY in config.stash:
-        config.stash[INSTALLED_KEY].close()
-        del config.stash[INSTALLED_KEY]
+    release(config)

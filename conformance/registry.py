@@ -1,26 +1,46 @@
 """The one registry of test categories.
 
-Each :class:`Category` says what a category is called (its pytest marker and the
-category certification records), how its cases are generated from the spec, which
-``rules.yaml`` fields it reads, the policies whose every op must yield tests in it,
-and whether ``mandatory_core`` may name it. The suite plugin (markers,
-parametrization, coverage), case generation and certification all read it; the
-spec loader checks ``mandatory_core`` against :func:`mandatory_able`.
+Each :class:`Category` names a category (its pytest marker, and the category certification
+records), its module under ``conformance/categories/`` (the cases, the procedure and the
+expectation, readable top to bottom), the policies whose every listed op must yield tests
+in it, and whether ``mandatory_core`` may name it. The plugin's markers, parametrization,
+the coverage test and certification read it; the spec loader checks ``mandatory_core``
+against :func:`mandatory_able`; the checks a known bug may name (:func:`all_checks`) are
+those the category modules declare, and ``tests/test_layers.py`` holds them against the
+schema's list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import ModuleType
 
 from autocast_spec.model import Policy, Rules
 
-from . import cases as C
-from . import cases_more as M
-from . import semantic_cases as S
+from .categories import (
+    autograd,
+    banned,
+    cache,
+    context,
+    custom_function,
+    custom_op,
+    eligibility,
+    functorch,
+    numerics,
+    op_policy,
+    opt_dtype,
+    promote,
+    registration,
+    threads,
+    transitions,
+    unlisted,
+)
+from .kit.case import Case, listed
+from .modes import exceptions, gradients, ops, scenarios
 from .target import Target
 
-Generator = Callable[[Target], list[C.Case]]
+Generator = Callable[[Target], list[Case]]
 
 _NOT_BANNED = tuple(p for p in Policy if p is not Policy.BANNED)
 
@@ -36,105 +56,93 @@ _NONE = _fixed()
 class Category:
     name: str  # the category and its pytest marker
     description: str
-    # conformance_cases(name) -> generator; empty for categories parametrized otherwise
-    # (per dtype through the 'lower' fixture, or by their own module)
-    generators: dict[str, Generator] = field(default_factory=dict)
-    rules: tuple[str, ...] = ()  # the rules.yaml fields its checks read
+    module: ModuleType | None = None  # its GENERATORS and CHECKS; None: checks of its own kind
     # the policies whose every listed op must yield tests here (test_coverage)
     policies: Callable[[Rules], tuple[Policy, ...]] = _NONE
     mandatory_able: bool = True  # mandatory_core may name it
+    # whether its checks need the op's kernel to run its samples (an output to look at)
+    needs_output: Callable[[Case], bool] = lambda case: False
+
+    @property
+    def generators(self) -> dict[str, Generator]:
+        return dict(getattr(self.module, "GENERATORS", {}))
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return tuple(getattr(self.module, "CHECKS", ()))
 
 
 CATEGORIES: tuple[Category, ...] = (
     Category(
         "op_policy",
         "output dtype per policy, for every entry point of every listed op",
-        {"op_policy": C.op_policy, "entry_agreement": C.entry_agreement},
-        policies=_fixed(*_NOT_BANNED),
+        op_policy,
+        _fixed(*_NOT_BANNED),
     ),
     Category(
         "numerics",
         "native output equals the reference oracle's (needs the backend's kernels)",
-        {"numerics": C.numerics},
-        ("default_tolerance",),
+        numerics,
         _fixed(*_NOT_BANNED),
+        needs_output=lambda case: True,
     ),
     Category(
         "eligibility",
         "float64/int/bool, other-device, in-place and out= inputs are never cast",
-        {"eligibility": C.eligibility},
-        ("eligibility", "out_of_place_only"),
+        eligibility,
         _fixed(*Policy),
+        needs_output=lambda case: getattr(case.variant, "name", "") == eligibility.OTHER_DEVICE,
     ),
     Category(
         "registration",
         "the backend's Autocast kernels are exactly the spec's ops",
-        {"registration": C.registration},
-        policies=_fixed(*Policy),
+        registration,
+        _fixed(*Policy),
     ),
+    Category("unlisted", "ops the spec does not list run in their input dtype", unlisted),
     Category(
-        "unlisted",
-        "ops the spec does not list run in their input dtype",
-        {"unlisted": C.unlisted},
-        ("unlisted_watchlist",),
+        "promote", "promote policy: mixed inputs go to the widest type", promote, _fixed(Policy.PROMOTE)
     ),
-    Category(
-        "promote",
-        "promote policy: mixed inputs go to the widest type",
-        {"promote": C.promote, "promote_widest": M.promote_widest, "promote_foreign": M.promote_foreign},
-        ("promote",),
-        _fixed(Policy.PROMOTE),
-    ),
-    Category(
-        "banned", "banned ops raise the spec's message", {"banned": C.banned}, policies=_fixed(Policy.BANNED)
-    ),
-    Category("opt_dtype", "fp32_set_opt_dtype respects an explicit dtype=", {"opt_dtype": C.opt_dtype}),
+    Category("banned", "banned ops raise the spec's message", banned, _fixed(Policy.BANNED)),
+    Category("opt_dtype", "fp32_set_opt_dtype respects an explicit dtype=", opt_dtype),
     Category(
         "context",
         "autocast context semantics per device and dtype: nesting, decorator, exceptions, dtypes",
-        rules=("context.nesting_restores_state", "context.exception_restores_state"),
+        context,
     ),
     Category(
         "threads",
         "thread-local autocast state (enabled, dtype, cache flag, nesting) in a new thread",
-        {"threads": S.threads},
-        ("context.thread_local", "context.new_thread_enabled"),
+        threads,
     ),
     Category(
         "cache",
         "the weight-cast cache, per op of the cached policies",
-        {"cache": S.cache},
-        ("cache",),
+        cache,
         lambda rules: rules.cache.policies,
     ),
     Category(
         "transitions",
         "state changes between two calls in one region (grad mode, cache flag, nesting, dtype)",
-        rules=("cache", "context"),
+        transitions,
         mandatory_able=False,  # a Hypothesis state machine: its examples are drawn
     ),
     Category(
         "autograd",
         "gradient dtypes and backward under autocast; torch.utils.checkpoint recompute",
-        {"autograd": C.autograd, "checkpoint": M.checkpoint},
-        policies=_fixed(Policy.LOWER_PRECISION_FP, Policy.FP32),
+        autograd,
+        _fixed(Policy.LOWER_PRECISION_FP, Policy.FP32),
+        needs_output=lambda case: True,
     ),
     Category(
         "functorch",
         "every listed op's policy under torch.vmap and torch.func.grad",
-        {"functorch": M.functorch},
+        functorch,
+        needs_output=lambda case: True,
     ),
+    Category("custom_function", "torch.amp.custom_fwd / custom_bwd", custom_function),
     Category(
-        "custom_function",
-        "torch.amp.custom_fwd / custom_bwd",
-        {"custom_function": S.custom_function},
-        ("eligibility",),
-    ),
-    Category(
-        "custom_op",
-        "torch.library.custom_op with register_autocast follows the eligibility rules",
-        {"custom_op": S.custom_op},
-        ("eligibility", "custom_ops"),
+        "custom_op", "torch.library.custom_op with register_autocast follows the eligibility rules", custom_op
     ),
     Category("coverage", "every spec entry yields tests", mandatory_able=False),
     Category("jit", "TorchScript / trace / torch.compile limitations and mode checks", mandatory_able=False),
@@ -142,6 +150,11 @@ CATEGORIES: tuple[Category, ...] = (
 
 BY_NAME: dict[str, Category] = {c.name: c for c in CATEGORIES}
 GENERATORS: dict[str, Generator] = {g: fn for c in CATEGORIES for g, fn in c.generators.items()}
+# The checks of the execution modes (the jit category's): they live in conformance/modes/.
+MODE_CHECKS = (ops.MATCHES_EAGER, gradients.GRADIENTS, exceptions.EXCEPTION_STATE, scenarios.LIMITATION)
+# The coverage category's checks (conformance/test_coverage.py, on this registry).
+OP_HAS_TESTS = "coverage.op_has_tests"
+RULE_HAS_TESTS = "coverage.rule_has_tests"
 
 # Markers that are not categories: how a test runs, not what it checks.
 RUN_MARKERS = {
@@ -158,6 +171,13 @@ def markers() -> dict[str, str]:
     return {**{c.name: c.description for c in CATEGORIES}, **RUN_MARKERS}
 
 
+def all_checks() -> tuple[str, ...]:
+    """Every check of the suite: what a known bug's ``check`` may name."""
+    return tuple(
+        sorted({ch for c in CATEGORIES for ch in c.checks} | {*MODE_CHECKS, OP_HAS_TESTS, RULE_HAS_TESTS})
+    )
+
+
 def category_of(generator: str) -> str:
     """The category a generator (a ``conformance_cases`` name) belongs to."""
     return next(c.name for c in CATEGORIES if generator in c.generators)
@@ -171,10 +191,15 @@ def mandatory_able() -> frozenset[str]:
     return frozenset(c.name for c in CATEGORIES if c.mandatory_able)
 
 
-_CACHE: dict[tuple[int, str], list[C.Case]] = {}
+def needs_output(case: Case) -> bool:
+    c = BY_NAME.get(case.category)
+    return c is not None and c.needs_output(case)
 
 
-def cases(target: Target, generator: str) -> list[C.Case]:
+_CACHE: dict[tuple[int, str], list[Case]] = {}
+
+
+def cases(target: Target, generator: str) -> list[Case]:
     key = (id(target), generator)
     if key not in _CACHE:
         _CACHE[key] = GENERATORS[generator](target)
@@ -194,8 +219,8 @@ def coverage(target: Target) -> dict[str, list[str]]:
             for case in cases(target, gen):
                 produced.setdefault(case.op, set()).add(c.name)
     rules = target.spec.rules
-    owed: dict[str, set[str]] = {op: set() for op, _ in C._listed(target)}
+    owed: dict[str, set[str]] = {op: set() for op, _ in listed(target)}
     for dtype in target.dtypes:  # the policies the ops follow under the dtypes tested (by_dtype)
-        for op, pol in C._listed(target, dtype):
+        for op, pol in listed(target, dtype):
             owed[op].update(expected_categories(pol, rules))
     return {op: sorted(c for c in owed[op] if c not in produced.get(op, set())) for op in owed}

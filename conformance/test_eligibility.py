@@ -1,16 +1,16 @@
-"""Eligibility: float64/int/bool inputs, other-device tensors, in-place and out= calls are not cast."""
+"""eligibility: float64/int/bool, other-device, in-place and out= calls are not cast
+(categories/eligibility.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.assertions import assert_untouched
-from conformance.cases import Case
-from conformance.checks import eligibility_call
+from conformance.categories import eligibility
+from conformance.kit.case import Case
+from conformance.kit.verdict import expect
 from conformance.target import Target
 
 
 @pytest.mark.conformance_cases("eligibility")
 def test_eligibility(target: Target, case: Case) -> None:
-    r = eligibility_call(target, case)
-    assert_untouched(case, r.given, r.arrived, r.inputs, r.entry, r.error, r.why, r.outputs)
+    expect(target, eligibility.untouched(target, case))

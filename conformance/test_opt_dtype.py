@@ -1,18 +1,15 @@
-"""fp32_set_opt_dtype: an explicit dtype= argument is respected (autocast sets only an unset one)."""
+"""opt_dtype: fp32_set_opt_dtype respects an explicit dtype= (categories/opt_dtype.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.assertions import assert_same_dtypes, fail
-from conformance.cases import Case
-from conformance.checks import explicit_dtype_call
+from conformance.categories import opt_dtype
+from conformance.kit.case import Case
+from conformance.kit.verdict import expect
 from conformance.target import Target
 
 
 @pytest.mark.conformance_cases("opt_dtype")
 def test_explicit_dtype_respected(target: Target, case: Case) -> None:
-    r = explicit_dtype_call(target, case)
-    assert_same_dtypes(case, r.native, r.expected, r.inputs, case.op, r.plan)
-    if r.native.dtypes and r.native.dtypes[0] != "float64":
-        fail(case, "the explicit dtype=float64 was overridden", r.inputs, observed=r.native.dtypes)
+    expect(target, opt_dtype.explicit_dtype(target, case))

@@ -153,11 +153,15 @@ def oracle_plan(
     return decide(spec.device(state.device), spec.rules, state, op, args, kwargs, spec.op_info(op))
 
 
+def oracle_apply(plan: CastPlan, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """Apply ``plan`` to the call's arguments and call its target below every Autocast key."""
+    with autocast_excluded():
+        a, k = apply_plan(plan, args, kwargs)
+        return op_overload(plan.target_op)(*a, **k)
+
+
 def oracle_call(
     spec: Spec, state: AutocastState, op: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> Any:
     """What autocast should produce for ``op(*args, **kwargs)``: decide, apply, call below autocast."""
-    plan = oracle_plan(spec, state, op, args, kwargs)
-    with autocast_excluded():
-        a, k = apply_plan(plan, args, kwargs)
-        return op_overload(plan.target_op)(*a, **k)
+    return oracle_apply(oracle_plan(spec, state, op, args, kwargs), args, kwargs)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from suite_runs import outcomes, run_suite, summary
 
-from conformance.cases import sentinel_op
+from conformance.kit.case import sentinel_op
 from conformance.target import Options, resolve_target
 
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from autocast_spec.common import frozen_map
 from autocast_spec.model import Divergence, OpPolicy, Policy, Spec
-from conformance import jit_core, jit_scenarios, mode_run, mode_verdict
+from conformance.kit.case import Case
+from conformance.kit.verdict import Observation, expect
+from conformance.modes import ops, scenarios
+from conformance.modes import run as mode_run
+from conformance.modes.scenarios import core as jit_core
 from reference_impl.cli.list_cmd import device_listing
 from reference_impl.cli.readme_tables import END, START, extract_block, jit_block
 
@@ -20,9 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_limitation_has_a_scenario_and_back(spec: Spec) -> None:
     ids = {lim.id for lim in spec.limitations}
-    assert ids == set(jit_scenarios.scenario_ids()), (
-        f"no scenario: {sorted(ids - set(jit_scenarios.scenario_ids()))}; "
-        f"no spec entry: {sorted(set(jit_scenarios.scenario_ids()) - ids)}"
+    assert ids == set(scenarios.scenario_ids()), (
+        f"no scenario: {sorted(ids - set(scenarios.scenario_ids()))}; "
+        f"no spec entry: {sorted(set(scenarios.scenario_ids()) - ids)}"
     )
 
 
@@ -69,34 +74,60 @@ def test_generated_table_matches_readme_or_docs(spec: Spec) -> None:
 
 
 DECL = Divergence("aten::mm", "bfloat16", "float32", "test", "float32")
+MC = ops.ModeCase("script", "aten::mm", "bfloat16", "float32")
+
+
+def _verdict(
+    spec: Spec, eager: str, observed: str, declared: Divergence | None, mc: ops.ModeCase = MC
+) -> tuple[str, str]:
+    """What :func:`expect` makes of a mode's label against eager's: pass, xfail or fail, and why."""
+    seen = Observation(
+        Case("jit", "cpu", mc.dtype, op=mc.op),
+        ops.MATCHES_EAGER,
+        "differs",
+        eager,
+        observed,
+        declared=ops.declaration(mc, declared),
+    )
+    try:
+        expect(SimpleNamespace(device="cpu", spec=spec), seen)  # type: ignore[arg-type]
+    except pytest.xfail.Exception as e:  # a subclass of pytest.fail.Exception: first
+        return "xfail", str(e)
+    except pytest.fail.Exception as e:
+        return "fail", str(e)
+    return "pass", ""
 
 
 @pytest.mark.parametrize(
     ("eager", "observed", "declared", "status"),
     [
-        ("bfloat16", "bfloat16", None, "same"),
-        ("bfloat16", "float32", None, "undeclared"),
-        ("bfloat16", "float32", DECL, "declared"),
-        ("bfloat16", "error", DECL, "undeclared"),
-        ("bfloat16", "bfloat16", DECL, "stale"),
+        ("bfloat16", "bfloat16", None, "pass"),
+        ("bfloat16", "float32", None, "fail"),
+        ("bfloat16", "float32", DECL, "xfail"),
+        ("bfloat16", "error", DECL, "fail"),
+        ("bfloat16", "bfloat16", DECL, "fail"),  # a stale declaration
     ],
 )
-def test_judge(eager: str, observed: str, declared: Divergence | None, status: str) -> None:
-    verdict = mode_verdict.judge("script", "aten::mm", "bfloat16", "float32", eager, observed, declared)
-    assert verdict.status == status, verdict.detail
+def test_a_mode_result_against_eager(
+    spec: Spec, eager: str, observed: str, declared: Divergence | None, status: str
+) -> None:
+    verdict, why = _verdict(spec, eager, observed, declared)
+    assert verdict == status, why
+    if declared is not None and eager == observed:
+        assert "no longer applies" in why, why
 
 
-@pytest.mark.parametrize(("observed", "status"), [("float32", "declared"), ("error", "undeclared")])
-def test_judge_shows_the_condition_a_divergence_depends_on(observed: str, status: str) -> None:
+@pytest.mark.parametrize(("observed", "status"), [("float32", "xfail"), ("error", "fail")])
+def test_the_verdict_shows_the_condition_a_divergence_depends_on(
+    spec: Spec, observed: str, status: str
+) -> None:
     declared = replace(DECL, condition="the host CPU has AVX-512")
-    verdict = mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "bfloat16", observed, declared)
-    assert verdict.status == status and "condition: the host CPU has AVX-512" in verdict.detail, verdict
-    stale = mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "error", "error", declared)
-    assert stale.status == "stale" and "the host CPU has AVX-512" in stale.detail, stale
-    assert (
-        "condition"
-        not in mode_verdict.judge("compile", "aten::mm", "bfloat16", "float32", "b", "f", DECL).detail
-    )
+    mc = replace(MC, mode="compile")
+    verdict, why = _verdict(spec, "bfloat16", observed, declared, mc)
+    assert verdict == status and "the host CPU has AVX-512" in why, why
+    stale, why = _verdict(spec, "error", "error", declared, mc)
+    assert stale == "fail" and "the host CPU has AVX-512" in why, why
+    assert "condition" not in _verdict(spec, "b", "f", DECL, mc)[1]
 
 
 def test_declared_conditions_load(spec: Spec) -> None:
@@ -190,4 +221,4 @@ def test_unused_observes_fail(spec: Spec) -> None:
         for lim in spec.limitations
     )
     with pytest.raises(jit_core.ScenarioBug, match="reports no op outputs"):
-        jit_scenarios.run("script-decorator-on-callee", replace(spec, limitations=lims))
+        scenarios.run("script-decorator-on-callee", replace(spec, limitations=lims))

@@ -18,7 +18,7 @@ from suite_runs import outcomes, run_suite, skip_reasons, summary
 # tests skip; the reference has no availability check and runs them (on FakeTensors).
 # That is the one difference allowed: native skipped for this reason, reference passed.
 NATIVE_DOES_NOT_ENABLE = "does not enable on this machine"
-KNOWN_BUG = "known bug "  # conformance.known_bugs.XFAIL_PREFIX
+KNOWN_BUG = "known bug "  # conformance.kit.verdict.XFAIL_PREFIX
 
 RUNS = {
     "cpu": ("--backend", "cpu", "--dtype", "all"),

@@ -21,8 +21,8 @@ import torch
 
 import conformance
 from autocast_spec.model import Policy, Spec
-from conformance.plugin import target_of
 from conformance.registry import category_names
+from conformance.session import target_of
 
 from .host import host_cpu
 

@@ -21,7 +21,7 @@ import torch
 from hypothesis import settings
 
 from conformance.errors import usage_error
-from conformance.hypothesis_profiles import force_derandomize
+from conformance.kit.hypothesis import force_derandomize
 
 from .expectations import (
     Expectation,

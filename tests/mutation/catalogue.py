@@ -509,7 +509,8 @@ def _never_clear_cache() -> None:
 
 
 def _sentinel_op() -> str:
-    from conformance.cases import sentinel_op
+    from conformance.kit.case import sentinel_op
+
     from conformance.target import Options, resolve_target
 
     op = sentinel_op(resolve_target(Options("cpu", None, (), None, False)))

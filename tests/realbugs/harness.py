@@ -104,7 +104,7 @@ def evaluate(entry: Entry, p: Witness | None, clean: SuiteRun | None, replayed: 
     return Outcome(entry, "caught" if replayed.killed else "missed", replayed)
 
 
-KNOWN_BUG_PREFIX = "known bug "  # conformance.known_bugs.XFAIL_PREFIX
+KNOWN_BUG_PREFIX = "known bug "  # conformance.kit.verdict.XFAIL_PREFIX
 
 
 def reported(entry: Entry, run_: SuiteRun) -> list[str]:

@@ -1,0 +1,211 @@
+"""autograd: gradient dtypes and backward under autocast; ``torch.utils.checkpoint`` recompute.
+
+Cases, per dtype under test, for every lower_precision_fp and fp32 op with samples, on the
+policy's discriminating mix:
+
+* forward under autocast, backward outside it (``test_grad_dtypes``);
+* the same through ``torch.utils.checkpoint`` with ``use_reentrant`` True and False
+  (``test_checkpoint_recompute``).
+
+Procedure and expectation: the reference is the same forward written with the oracle's
+explicit casts, so float32 leaves get float32 gradients and the op's backward runs in the
+dtypes its forward computed in: the gradient dtypes and the dtypes the op's backward
+receives must be the reference's. Checkpoint's recompute runs under the forward's autocast
+state: the recomputed forward gives the forward's dtypes, and the gradients are bitwise
+those of the call without checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from autocast_spec.model import Policy
+from reference_impl.dtypes import dtype_name, dtype_of
+from reference_impl.oracle import oracle_call
+from reference_impl.runtime import quiet
+from reference_impl.samples import Materialized, first_tensor, output_tensors
+
+from ..kit.calls import state_for
+from ..kit.case import Case, listed_ops
+from ..kit.inputs import make_inputs, rebuilt, resolve_mix
+from ..kit.intercept import call_entry
+from ..kit.verdict import Observation, not_applicable, one_line
+from ..target import Target
+
+GRAD_DTYPES = "autograd.grad_dtypes"
+CHECKPOINT = "autograd.checkpoint"
+CHECKS = (GRAD_DTYPES, CHECKPOINT)
+GRAD_POLICIES = (Policy.LOWER_PRECISION_FP, Policy.FP32)
+
+
+@dataclass(frozen=True)
+class Checkpointed:
+    reentrant: bool
+
+    @property
+    def label(self) -> str:
+        return "checkpoint_reentrant" if self.reentrant else "checkpoint_non_reentrant"
+
+
+def cases(target: Target) -> list[Case]:
+    return [lo.case(target, "autograd") for lo in listed_ops(target, GRAD_POLICIES)]
+
+
+def checkpoint_cases(target: Target) -> list[Case]:
+    return [
+        lo.case(target, "autograd", variant=Checkpointed(r))
+        for lo in listed_ops(target, GRAD_POLICIES)
+        for r in (True, False)
+    ]
+
+
+GENERATORS = {"autograd": cases, "checkpoint": checkpoint_cases}
+
+
+@dataclass
+class Side:
+    """One forward and backward: the leaves' gradient dtypes and what the op's backward received."""
+
+    grads: list[str] = field(default_factory=list)
+    backward: list[str] = field(default_factory=list)
+    error: str = ""
+
+    def seen(self) -> dict[str, Any]:
+        return {"error": self.error} if self.error else {"gradients": self.grads, "backward": self.backward}
+
+
+def _forward_backward(fn: Callable[[], Any], leaves: list[torch.Tensor]) -> Side:
+    seen: list[str] = []
+    try:
+        with quiet():
+            out = first_tensor(fn())
+            if out is None or out.grad_fn is None:
+                return Side(error="the output does not require grad")
+            out.grad_fn.register_hook(
+                lambda gi, go: seen.extend(dtype_name(g.dtype) for g in gi if g is not None)
+            )
+            out.float().abs().sum().backward()
+    except Exception as e:
+        return Side(error=one_line(e))
+    return Side([dtype_name(t.grad.dtype) if t.grad is not None else "None" for t in leaves], seen)
+
+
+def grad_dtypes(target: Target, case: Case) -> Observation:
+    """Native: forward under autocast, backward outside. Reference: the oracle's explicit casts."""
+    lower = dtype_of(case.dtype)
+    sample = target.spec.ops[case.op].samples[0]
+    dtypes = resolve_mix(case.mix, case.dtype)
+
+    def leaves(m: Materialized) -> list[torch.Tensor]:
+        return [t for t in m.tensors() if t.is_floating_point() and t.requires_grad]
+
+    with target.tensors():
+        m = make_inputs(sample, dtypes, target.device, requires_grad=True)
+        r = make_inputs(sample, dtypes, target.device, requires_grad=True)
+
+        def native_forward() -> Any:
+            with target.autocast(lower):
+                return call_entry(case.op, case.op, m)
+
+        native = _forward_backward(native_forward, leaves(m))
+        reference = _forward_backward(
+            lambda: oracle_call(target.reference_spec, state_for(target, lower), case.op, r.args, r.kwargs),
+            leaves(r),
+        )
+    if reference.error:
+        not_applicable(f"not differentiable with this sample (the reference fails too: {reference.error})")
+    what = "gradient dtypes or the op's backward dtypes differ from the reference's explicit casts"
+    return Observation(case, GRAD_DTYPES, what, reference.seen(), native.seen(), m)
+
+
+@dataclass
+class GradRun:
+    forward_dtypes: list[tuple[str, ...]] = field(default_factory=list)  # one entry per body call
+    grads: list[torch.Tensor | None] = field(default_factory=list)
+    error: str = ""
+
+
+def grad_run(target: Target, case: Case, wrap: Callable[..., Any] | None) -> tuple[Materialized, GradRun]:
+    """Forward under autocast (through ``wrap(body, *tensors)``, e.g. a checkpoint, when
+    given), backward outside it; the body records its output dtypes on every call."""
+    lower = dtype_of(case.dtype)
+    run = GradRun()
+    m = make_inputs(
+        target.spec.ops[case.op].samples[0],
+        resolve_mix(case.mix, case.dtype),
+        target.device,
+        requires_grad=True,
+    )
+    leaves = [t for t in m.tensors() if t.requires_grad]
+
+    def body(*tensors: torch.Tensor) -> torch.Tensor:
+        out = call_entry(case.op, case.op, rebuilt(m, tensors))
+        # floating outputs only: under no_grad (the reentrant forward) some kernels skip workspaces
+        run.forward_dtypes.append(
+            tuple(dtype_name(t.dtype) for t in output_tensors(out) if t.is_floating_point())
+        )
+        first = first_tensor(out)
+        assert first is not None
+        return first
+
+    try:
+        with quiet():
+            with target.autocast(lower):
+                out = wrap(body, *m.tensors()) if wrap else body(*m.tensors())
+            if not out.requires_grad:
+                return m, GradRun(error="the output does not require grad")
+            out.float().abs().sum().backward()
+    except Exception as e:
+        run.error = one_line(e)
+        return m, run
+    run.grads = [t.grad for t in leaves]
+    return m, run
+
+
+def grads_differ(a: list[torch.Tensor | None], b: list[torch.Tensor | None]) -> str | None:
+    """Why two gradient lists differ (dtype, presence, values bitwise with NaNs equal), or None."""
+    if len(a) != len(b):
+        return f"{len(a)} gradients against {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if (x is None) != (y is None):
+            says = ["None" if g is None else "present" for g in (x, y)]
+            return f"gradient {i}: {says[0]} against {says[1]}"
+        if x is None or y is None:
+            continue
+        if x.dtype != y.dtype:
+            return f"gradient {i}: {dtype_name(x.dtype)} against {dtype_name(y.dtype)}"
+        same = (x == y) | (torch.isnan(x) & torch.isnan(y))
+        if not bool(same.all()):
+            err = float((x.double() - y.double()).abs().nan_to_num(nan=float("inf")).max())
+            return f"gradient {i}: values differ (max abs error {err})"
+    return None
+
+
+def recompute(target: Target, case: Case) -> Observation:
+    """The checkpointed call computes in the forward's dtypes and gets the plain call's gradients."""
+    assert isinstance(case.variant, Checkpointed)
+    m, plain = grad_run(target, case, None)
+    if plain.error:
+        not_applicable(f"not differentiable with this sample without checkpoint: {plain.error}")
+    reentrant = case.variant.reentrant
+    _, ck = grad_run(target, case, lambda body, *ts: checkpoint(body, *ts, use_reentrant=reentrant))
+    what = f"torch.utils.checkpoint ({case.label.removeprefix('checkpoint_')}) under autocast"
+    if ck.error:
+        return Observation(case, CHECKPOINT, f"{what} raised", "runs", f"error: {ck.error}", m)
+    calls = max(len(ck.forward_dtypes), 1)
+    expected = {
+        "forward, then recompute": plain.forward_dtypes[:1] * calls,
+        "gradients": "as without checkpoint",
+    }
+    observed = {
+        "forward, then recompute": ck.forward_dtypes,
+        "gradients": grads_differ(ck.grads, plain.grads) or "as without checkpoint",
+    }
+    return Observation(
+        case, CHECKPOINT, f"{what}: the recompute differs from the forward", expected, observed, m
+    )

@@ -1,0 +1,187 @@
+"""promote: mixed floating inputs go to the widest type (``rules.promote``).
+
+Cases, per dtype under test, for every op of the promote policy with samples:
+
+* its output dtypes with each input mix of :data:`MIXES` (the mixes of two dtypes only for
+  samples of two or more test-float tensors): ``test_promote``;
+* each test-float tensor argument in turn holding float32 (the widest eligible type) while
+  the others hold the lower dtype, optional tensors included: what arrives below Autocast
+  (``test_promote_widest_argument``; output dtypes cannot show this for ops that promote by
+  themselves);
+* float16 and bfloat16 together (``rules.promote.foreign_float``: an error or promotion):
+  ``test_promote_foreign_float``.
+
+Procedure and expectation: output dtypes against the oracle (as op_policy); for arrivals,
+the distinct floating dtypes arriving below Autocast against those the plan names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autocast_spec.catalog import ListArg, Sample, TensorArg
+from autocast_spec.model import Policy
+from reference_impl.dtypes import dtype_of
+from reference_impl.signatures import SlotKind, signature
+
+from ..kit.calls import decide, policy_call
+from ..kit.case import Case, count_test_floats, listed_ops
+from ..kit.inputs import case_inputs
+from ..kit.intercept import arrived, call_entry, intercepted
+from ..kit.outputs import dtype_observation
+from ..kit.verdict import Observation
+from ..target import Target
+
+OUTPUT_DTYPE = "promote.output_dtype"
+WIDEST = "promote.widest_in_tensor"
+WIDEST_OPTIONAL = "promote.widest_in_optional_tensor"
+FOREIGN_FLOAT = "promote.foreign_float"
+CHECKS = (OUTPUT_DTYPE, WIDEST, WIDEST_OPTIONAL, FOREIGN_FLOAT)
+
+MIXES = {
+    "lower+float32": ("lower", "float32"),
+    "float32+lower": ("float32", "lower"),
+    "all_lower": ("lower",),
+    "all_float32": ("float32",),
+    "lower+float64": ("lower", "float64"),
+}
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A named input mix (:data:`MIXES`)."""
+
+    name: str
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Widest:
+    """The ``index``-th test-float tensor holds the widest dtype; ``optional``: its slot is optional."""
+
+    index: int
+    optional: bool
+
+    @property
+    def label(self) -> str:
+        return f"widest_in_{self.index}" + ("_optional" if self.optional else "")
+
+
+@dataclass(frozen=True)
+class ForeignFloat:
+    """float16 and bfloat16 together."""
+
+    @property
+    def label(self) -> str:
+        return "foreign_float"
+
+
+def _promote_ops(target: Target, many: bool = False) -> list[Any]:
+    return [
+        lo
+        for lo in listed_ops(target, (Policy.PROMOTE,))
+        if not many or count_test_floats(lo.info.samples[0]) >= 2
+    ]
+
+
+def output_cases(target: Target) -> list[Case]:
+    out = []
+    for lo in _promote_ops(target):
+        many = count_test_floats(lo.info.samples[0]) > 1
+        out += [
+            lo.case(target, "promote", variant=Inputs(name), mix=mix)
+            for name, mix in MIXES.items()
+            if len(mix) == 1 or many
+        ]
+    return out
+
+
+def test_float_slots(op: str, sample: Sample) -> list[SlotKind]:
+    """For each test-float tensor of ``sample`` (in mix order), the kind of its schema slot."""
+    sig = signature(op)
+    by_name = {s.name: s for s in sig.slots}
+    out: list[SlotKind] = []
+
+    def walk(a: Any, kind: SlotKind) -> None:
+        if isinstance(a, TensorArg) and a.is_test_float:
+            out.append(kind)
+        elif isinstance(a, ListArg):
+            for x in a.items:
+                walk(x, kind)
+
+    for i, a in enumerate(sample.args):
+        walk(a, sig.slots[i].kind if i < len(sig.slots) else SlotKind.OTHER)
+    for k, a in sample.kwargs.items():
+        walk(a, by_name[k].kind if k in by_name else SlotKind.OTHER)
+    return out
+
+
+def widest_cases(target: Target) -> list[Case]:
+    out = []
+    for lo in _promote_ops(target, many=True):
+        kinds = test_float_slots(lo.op, lo.info.samples[0])
+        for i, kind in enumerate(kinds):
+            mix = tuple("float32" if j == i else "lower" for j in range(len(kinds)))
+            out.append(
+                lo.case(target, "promote", variant=Widest(i, kind is SlotKind.OPTIONAL_TENSOR), mix=mix)
+            )
+    return out
+
+
+def foreign_cases(target: Target) -> list[Case]:
+    return [
+        lo.case(target, "promote", variant=ForeignFloat(), mix=("lower", "foreign"))
+        for lo in _promote_ops(target, many=True)
+    ]
+
+
+GENERATORS = {"promote": output_cases, "promote_widest": widest_cases, "promote_foreign": foreign_cases}
+
+
+def output_dtypes(target: Target, case: Case) -> Observation:
+    """Output dtypes against the oracle; native and reference raising alike conforms."""
+    return dtype_observation(
+        case, policy_call(target, case, case.op), OUTPUT_DTYPE, case.op, both_raise_ok=True
+    )
+
+
+def _arrival_label(dtypes: list[str], lower: str) -> str:
+    """The distinct floating dtypes arriving below Autocast, the autocast dtype as ``lower``."""
+    names = sorted({"lower" if d == lower else d for d in dtypes if d in FLOATING})
+    return ",".join(names) or "no floating tensor"
+
+
+def arrival(target: Target, case: Case) -> Observation:
+    """What the promote rule says the op's tensors arrive as below Autocast, and what arrives."""
+    lower = dtype_of(case.dtype)
+    message = target.spec.rules.promote.foreign_float_message
+    with target.tensors():
+        m = case_inputs(target.spec.ops[case.op].samples[0], case.mix, case.dtype, target.device)
+        d = decide(target, lower, case.op, m)
+        assert d.plan is not None, d.text
+        if d.plan.raises is not None:
+            expected, target_op = f"error: {d.plan.raises}", case.op
+        else:
+            target_op, want = d.arrival(m)
+            expected = _arrival_label(want, case.dtype)
+        calls, err = intercepted(target, lower, case.op, lambda: call_entry(case.op, case.op, m))
+    got = arrived(calls, target_op)
+    if got is not None:
+        observed = _arrival_label(got, case.dtype)
+    elif err is not None:
+        text = str(err)
+        observed = f"error: {message}" if message in text else f"error: {type(err).__name__}: {text[:200]}"
+    else:
+        observed = f"never reached {target_op}"
+    if isinstance(case.variant, ForeignFloat):
+        check, what = FOREIGN_FLOAT, "promote with both lower dtypes differs from rules.promote.foreign_float"
+    else:
+        optional = isinstance(case.variant, Widest) and case.variant.optional
+        check = WIDEST_OPTIONAL if optional else WIDEST
+        what = "promote did not cast the inputs to the widest type (rules: promote policy)"
+    return Observation(case, check, what, expected, observed, m, facts={"plan": d.plan.reason})

@@ -1,0 +1,86 @@
+"""unlisted: ops the device spec does not list run in their input dtype.
+
+Cases, per dtype under test, with float32 inputs and with lower inputs: every catalogued
+op the device does not list (other devices list it), and the ops of the registry sample
+(a stable sample of aten ops without an Autocast kernel here, by name hash) and of
+``rules.unlisted_watchlist`` (ops users often expect autocast to change), called with
+arguments synthesized from their schema.
+
+Procedure: the call under native autocast, intercepted right below the Autocast key.
+Expectation: its tensors arrive in the dtypes they were given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from reference_impl.dtypes import dtype_of
+from reference_impl.runtime import synthesize_call
+from reference_impl.samples import Materialized
+from reference_impl.torch_registry import op_overload
+
+from ..kit.case import Case, catalogued
+from ..kit.dispatcher import registry_sample, synthesizable
+from ..kit.inputs import make_inputs, resolve_mix
+from ..kit.intercept import arrived, intercepted, tensor_dtypes
+from ..kit.verdict import Observation
+from ..target import Target
+from .eligibility import leaves_alone
+
+UNTOUCHED = "unlisted.untouched"
+CHECKS = (UNTOUCHED,)
+
+
+@dataclass(frozen=True)
+class UnlistedCall:
+    """Where the op comes from (the catalog, or the registry sample) and the inputs' dtype."""
+
+    from_registry: bool
+    given: str  # float32 | lower
+
+    @property
+    def label(self) -> str:
+        return "-".join(p for p in ("registry" if self.from_registry else "", f"{self.given}_in") if p)
+
+
+def cases(target: Target) -> list[Case]:
+    listed = frozenset(target.device_spec.ops)
+    catalog = [op for op in sorted(target.spec.ops) if op not in listed and catalogued(target, op)]
+    watch = [
+        op
+        for op in target.spec.rules.unlisted_watchlist
+        if op not in listed and op not in target.spec.ops and synthesizable(op)
+    ]
+    sampled = [op for op in registry_sample(target.dispatch_key, listed) if op not in target.spec.ops]
+    sampled = sorted(set(sampled) | set(watch))
+    return [
+        Case("unlisted", target.device, dtype, "unlisted", op, op, variant=UnlistedCall(reg, d), mix=(d,))
+        for dtype in target.dtypes
+        for reg, ops in ((False, catalog), (True, sampled))
+        for op in ops
+        for d in ("float32", "lower")
+    ]
+
+
+GENERATORS = {"unlisted": cases}
+
+
+def untouched(target: Target, case: Case) -> Observation:
+    lower = dtype_of(case.dtype)
+    dt = resolve_mix(case.mix, case.dtype)
+    with target.tensors():
+        info = target.spec.op_info(case.op)
+        if info is not None and info.samples:
+            m = make_inputs(info.samples[0], dt, target.device)
+        else:
+            args, kwargs = synthesize_call(
+                case.op, lambda i: torch.ones(2, 2, dtype=dt[0], device=target.device)
+            )
+            m = Materialized(args, kwargs)
+        fn = op_overload(case.op)
+        calls, err = intercepted(target, lower, case.op, lambda: fn(*m.args, **m.kwargs))
+    why = f"{case.op} is not in the {target.device} spec: it must run in its input dtype"
+    given = tensor_dtypes([*m.args, *m.kwargs.values()])
+    return leaves_alone(case, m, given, arrived(calls, case.op), case.op, err, why, check=UNTOUCHED)

@@ -1,0 +1,156 @@
+"""Sub-plugin: parametrization from the spec, fixtures, and the state-leak check.
+
+A test marked ``@pytest.mark.conformance_cases(name)`` takes a ``case`` parametrized from
+the registry's generator ``name``; ``lower`` is each dtype under test, ``listed_op`` each op
+the device spec lists. Every suite test must leave the thread's autocast state as it found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from reference_impl.dtypes import dtype_of
+from reference_impl.runtime import restore_autocast, snapshot_autocast
+
+from . import registry
+from .kit.case import Case, device_needed
+from .kit.refusal import intercept_only, require_autocast
+from .session import TARGET_KEY, target_of
+from .target import Target
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+POLICY_ONLY_REASON = "--policy-only: no kernels run on FakeTensors, so numeric results are not checked"
+REAL_TENSORS_REASON = (
+    "--policy-only: the weight-cast cache and custom autograd functions are checked with real tensors only "
+    "(FakeTensors held in the C++ cast cache or run backward crash the process)"
+)
+
+
+def _in_suite(item: pytest.Item) -> bool:
+    try:
+        return Path(str(item.path)).resolve().parent == PACKAGE_DIR
+    except OSError:  # pragma: no cover
+        return False
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    if TARGET_KEY in config.stash:
+        return ["autocast conformance: " + config.stash[TARGET_KEY].describe()]
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A spec for another torch release is said in one line at the top, whatever the verbosity."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    target = session.config.stash.get(TARGET_KEY, None)
+    if reporter is not None and target is not None and target.version_note:
+        reporter.write_line(f"autocast conformance: {target.version_note}", yellow=True)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if Path(str(metafunc.definition.path)).resolve().parent != PACKAGE_DIR:
+        return
+    target = target_of(metafunc.config)
+    if "case" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("conformance_cases")
+        if marker is None:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: 'case' needs @conformance_cases(name)")
+        params = [
+            pytest.param(
+                c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers] + _device_skip(target, c)
+            )
+            for c in registry.cases(target, marker.args[0])
+        ]
+        params += _absent_params(target, marker.args[0])
+        metafunc.parametrize("case", params)
+    if "lower" in metafunc.fixturenames:
+        metafunc.parametrize(
+            "lower", [dtype_of(d) for d in target.dtypes], ids=[f"{target.device}-{d}" for d in target.dtypes]
+        )
+    if "listed_op" in metafunc.fixturenames:
+        listed = [pytest.param(op, id=f"{target.device}-{op}") for op in sorted(target.device_spec.ops)]
+        absent = [
+            pytest.param(
+                op, id=f"{target.device}-{op}", marks=pytest.mark.skip(reason=target.absent_reason(op))
+            )
+            for op in target.absent_ops
+        ]
+        metafunc.parametrize("listed_op", listed + absent)
+
+
+def _device_skip(target: Target, case: Case) -> list[Any]:
+    """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent,
+    and the output checks of an op whose kernel cannot run its samples (intercept_only)."""
+    why = device_needed(target, case.op) if case.op and case.category != "registration" else None
+    if why is None and registry.needs_output(case):
+        why = intercept_only(target, case.op)
+    return [pytest.mark.skip(reason=why)] if why else []
+
+
+def _absent_params(target: Target, category: str) -> list[Any]:
+    """One skipped test per category an op the installed torch lacks would have been tested in."""
+    full = target.spec.devices.get(target.device_spec.device)
+    out = []
+    for op in target.absent_ops:
+        entry = full.ops.get(op) if full else None
+        owner = registry.category_of(category)
+        if entry is None or owner not in registry.expected_categories(entry.policy, target.spec.rules):
+            continue
+        case = Case(owner, target.device, "", entry.policy.value, op)
+        marks = [
+            *(getattr(pytest.mark, m) for m in case.markers),
+            pytest.mark.skip(reason=target.absent_reason(op)),
+        ]
+        out.append(pytest.param(case, id=case.id, marks=marks))
+    return out
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    suite_items = [i for i in items if _in_suite(i)]
+    if not suite_items:
+        return
+    target = target_of(config)
+    skip = pytest.mark.skip(reason=POLICY_ONLY_REASON)
+    skip_real = pytest.mark.skip(reason=REAL_TENSORS_REASON)
+    for item in suite_items:
+        item.add_marker(pytest.mark.conformance)
+        if target.policy_only and item.get_closest_marker("requires_kernels"):
+            item.add_marker(skip)
+        elif target.policy_only and item.get_closest_marker("real_tensors"):
+            item.add_marker(skip_real)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Fail a suite test that leaves the autocast state different from how it found it."""
+    if not _in_suite(item):
+        return (yield)
+    target = target_of(item.config)
+    devices = tuple(dict.fromkeys((target.device, "cpu")))
+    before = snapshot_autocast(*devices)
+    try:
+        result = yield
+    finally:
+        after = snapshot_autocast(*devices)
+        leaked = before.differences(after)
+        if leaked:
+            restore_autocast(before)
+    if leaked:
+        pytest.fail("the test leaked autocast state: " + "; ".join(leaked), pytrace=False)
+    return result
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> Target:
+    return target_of(request.config)
+
+
+@pytest.fixture
+def native_autocast(target: Target, lower: torch.dtype) -> None:
+    """Skip unless the autocast under test really enables on this backend here (context tests need it)."""
+    require_autocast(target, lower)

@@ -1,0 +1,79 @@
+"""Host refusals: what is not applicable here, never a failure and never a pass.
+
+Which inputs a kernel accepts can depend on the host, not on autocast: oneDNN builds its
+bfloat16 LSTM primitive only on CPUs with AVX-512 or newer, so an AVX2 machine refuses
+the call another machine runs. When eager autocast raises, the same call is made without
+autocast on the inputs the reference's cast plan gives it (the oracle). If that raw call
+raises the same error, the kernel refuses natively and nothing about autocast can be
+checked: the check is not applicable here, in eager and in every mode alike. If the raw
+call runs, eager autocast itself failed, and that is for the check to report.
+
+Likewise a device whose autocast does not enable on this machine (torch.autocast warns
+and disables itself without the hardware): the checks that need it to act do not apply.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from reference_impl.samples import Materialized
+
+from ..target import Target
+from .calls import Outcome, run_oracle
+from .verdict import not_applicable, one_line
+
+
+def refusal(autocast_error: BaseException | None, raw: Outcome) -> str | None:
+    """The reason when ``autocast_error`` is the kernel's own refusal, else None.
+
+    ``raw``: the call without autocast on the cast plan's inputs (:func:`raw_call`)."""
+    if autocast_error is None or raw.error is None or one_line(autocast_error) != one_line(raw.error):
+        return None
+    return (
+        "not applicable on this host: the kernel refuses these inputs natively (under autocast "
+        f"and without it, on the reference's cast inputs): {one_line(raw.error)}"
+    )
+
+
+def skip_if_refused(autocast_error: BaseException | None, raw: Outcome) -> None:
+    reason = refusal(autocast_error, raw)
+    if reason is not None:
+        not_applicable(reason)
+
+
+def raw_call(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Outcome:
+    """``op`` called without autocast on the inputs the reference's cast plan gives it."""
+    return run_oracle(target, lower, op, m)
+
+
+def intercept_only(target: Target, op: str) -> str | None:
+    """Why output checks of ``op`` do not apply: its kernel cannot run its samples
+    (``intercept_only`` in spec/ops); its policy is checked below Autocast instead."""
+    info = target.spec.op_info(op) if op else None
+    if info is None or not info.intercept_only:
+        return None
+    return (
+        f"{op}: no output to check: {info.intercept_only} (intercept_only at {info.loc}); "
+        "its policy is checked by what reaches the kernel below Autocast (test_op_policy)"
+    )
+
+
+def autocast_acts(target: Target, lower: torch.dtype) -> str | None:
+    """None when the autocast under test really enables on this backend here, else why not."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with target.autocast_impl(target.device, dtype=lower):
+            on = torch.is_autocast_enabled(target.device)
+    if on:
+        return None
+    why = "; ".join(str(x.message).splitlines()[0] for x in w) or "it stays disabled"
+    return f"autocast({target.device!r}) does not enable on this machine ({why})"
+
+
+def require_autocast(target: Target, lower: torch.dtype) -> None:
+    """Not applicable unless the autocast under test enables here (context tests need it)."""
+    why = autocast_acts(target, lower)
+    if why:
+        not_applicable(why)

@@ -1,0 +1,225 @@
+"""The one way a check states its expectation: :func:`expect` on an :class:`Observation`.
+
+A check observes what the backend did and says what the spec expects, both as values
+(dtype names, labels, lists or mappings of them). :func:`expect` then
+
+* passes when they are equal;
+* reports an xfail when the spec declares exactly that observation: a known bug of this
+  torch release for this check and device (``spec/rules.yaml`` ``known_bugs``: the reason
+  starts ``known bug <id> (<source>)``), or the declaration the check passes along (a
+  functorch gap, a mode divergence: the reason starts with its kind);
+* fails otherwise, with what differs, the inputs, the facts the check gathered, any
+  declaration for the check that did not match, and a reproduction to paste.
+
+A check that cannot apply here (a kernel that refuses the inputs natively on this host,
+a sample the transform cannot run) calls :func:`not_applicable`: a skip with its reason,
+never a pass.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import pytest
+import torch
+
+from reference_impl.dtypes import dtype_name
+from reference_impl.samples import Materialized
+
+from ..target import Target
+from .case import Case
+
+XFAIL_PREFIX = "known bug "
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A spec declaration that explains an observation other than the rule's."""
+
+    kind: str  # what it is, e.g. "declared functorch gap (op catalog functorch_gaps)"
+    reason: str
+    observed: tuple[str, ...] = ()  # the observations (labels) it explains; empty: any
+    # a declaration whose check agrees with the rule again fails (it must be removed)
+    stale_fails: bool = False
+    where: str = ""  # file:line
+
+    def explains(self, observed: Any) -> bool:
+        return not self.observed or label(observed) in self.observed
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one check saw, next to what the spec expects."""
+
+    case: Case
+    check: str  # "<category>.<check>": what a known bug names (registry.all_checks())
+    what: str  # the rule, in one line, as the failure's headline
+    expected: Any
+    observed: Any
+    inputs: Materialized | None = None
+    entry: str | None = None  # the entry point called, where not the case's
+    facts: Mapping[str, Any] = field(default_factory=dict)  # shown on failure (plan, rule, errors)
+    steps: tuple[str, ...] = ()  # the scenario around the call, shown as comments
+    declared: Declaration | None = None
+    reproduce: str = ""  # replaces the generated snippet (a command) where given
+
+
+def label(value: Any) -> str:
+    """A value as observations are declared in the spec (known bugs' ``observed``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(label(v) for v in value)
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}: {label(v)}" for k, v in value.items())
+    return str(value)
+
+
+def one_line(e: BaseException | None) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    if e is None:
+        return "no error"
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(e).__name__}: {first[:300]}"
+
+
+def not_applicable(reason: str) -> NoReturn:
+    """The check cannot apply here (reported as skipped with ``reason``, never as passed)."""
+    pytest.skip(reason)
+
+
+def expect(target: Target, obs: Observation) -> None:
+    """Pass, xfail as declared, or fail with a reproduction (see the module docstring)."""
+    if obs.expected == obs.observed:
+        if obs.declared is not None and obs.declared.stale_fails:
+            _fail(
+                obs,
+                f"{obs.declared.where}: the declaration no longer applies ({obs.declared.kind}: "
+                f"{obs.declared.reason}): the check agrees with the rule; remove it",
+            )
+        return
+    seen = label(obs.observed)
+    bug = target.spec.rules.known_bug(obs.check, target.device, seen)
+    if bug is not None:
+        pytest.xfail(xfail_reason(bug.id, bug.source, bug.reason))
+    if obs.declared is not None and obs.declared.explains(obs.observed):
+        pytest.xfail(f"{obs.declared.kind}: {obs.declared.reason}")
+    notes = [
+        f"declared known bug {b.id} ({b.loc}) observes: {' | '.join(b.observed)}"
+        for b in target.spec.rules.known_bugs
+        if b.check == obs.check
+    ]
+    d = obs.declared
+    if d is not None:
+        notes.append(f"{d.kind} ({d.where}) observes: {' | '.join(d.observed)} ({d.reason})")
+    _fail(obs, "\n  ".join(notes))
+
+
+def xfail_reason(bug_id: str, source: str, reason: str) -> str:
+    return f"{XFAIL_PREFIX}{bug_id} ({source}): {reason}"
+
+
+def _fail(obs: Observation, note: str) -> NoReturn:
+    case = obs.case
+    entry = obs.entry or case.entry or case.op
+    where = f"{case.op} via {entry} on {case.device}" if case.op else f"autocast({case.device!r})"
+    dtype = f" under autocast({case.dtype})" if case.dtype else ""
+    variant = f" [{case.label}]" if case.label else ""
+    lines = [f"{obs.what}: {where}{dtype}{variant}"]
+    if obs.inputs is not None:
+        m = obs.inputs
+        lines.append(f"  inputs: {describe(list(m.args))} {describe(m.kwargs) if m.kwargs else ''}".rstrip())
+    lines.append(f"  expected: {label(obs.expected)}")
+    lines.append(f"  observed: {label(obs.observed)}")
+    lines += [f"  {k}: {label(v)}" for k, v in obs.facts.items()]
+    if note:
+        lines.append(f"  {note}")
+    lines.append("  reproduce:")
+    lines.append(
+        (obs.reproduce and f"    {obs.reproduce}") or reproduction(case, obs.inputs, entry, obs.steps)
+    )
+    pytest.fail("\n".join(lines), pytrace=False)
+
+
+def describe(v: Any) -> str:
+    """Tensors as ``dtype[shape]@device``, through lists, tuples and mappings."""
+    if isinstance(v, torch.Tensor):
+        return f"{dtype_name(v.dtype)}{list(v.shape)}@{v.device.type}"
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(describe(x) for x in v)
+        return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{k}: {describe(x)}" for k, x in v.items()) + "}"
+    return str(v) if isinstance(v, torch.dtype) else repr(v)
+
+
+# What a snippet imports besides torch: the -p plugins of the run that are modules (a
+# vendor's backend registers its device there). Set once per process by the plugin.
+_PREAMBLE: list[str] = ["import torch"]
+
+
+def set_plugins(plugins: Sequence[str]) -> None:
+    """The ``-p`` plugins of this run that are modules (``no:NAME`` disables a plugin, and an
+    entry-point name need not be a module: neither is imported)."""
+    _PREAMBLE[1:] = [f"import {p}" for p in plugins if not p.startswith("no:") and _is_module(p)]
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _literal(v: Any, names: list[str]) -> str:
+    if isinstance(v, torch.Tensor):
+        return names.pop(0)
+    if isinstance(v, list):
+        return "[" + ", ".join(_literal(x, names) for x in v) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_literal(x, names) for x in v) + ",)"
+    return str(v) if isinstance(v, torch.dtype) else repr(v)
+
+
+def _callable_text(entry: str) -> str:
+    if entry.startswith("aten::"):
+        ns, _, rest = entry.partition("::")
+        name, _, overload = rest.partition(".")
+        return f"torch.ops.{ns}.{name}.{overload or 'default'}"
+    return entry
+
+
+def reproduction(case: Case, m: Materialized | None, entry: str, steps: Sequence[str] = ()) -> str:
+    """A snippet to paste: the call with its inputs' shapes and dtypes under ``torch.autocast``
+    (where the case has an op), and the scenario's steps as comments."""
+    lines = list(_PREAMBLE)
+    if case.op:
+        names: list[str] = []
+        args: list[str] = []
+        if m is not None:
+            for i, t in enumerate(m.tensors()):
+                names.append(f"t{i}")
+                make = (
+                    f"torch.randn({tuple(t.shape)}).to(torch.{dtype_name(t.dtype)})"
+                    if t.is_floating_point()
+                    else f"torch.zeros({tuple(t.shape)}, dtype=torch.{dtype_name(t.dtype)})"
+                )
+                lines.append(f"t{i} = {make}.to({t.device.type!r})")
+            pool = list(names)
+            args = [_literal(a, pool) for a in m.args] + [
+                f"{k}={_literal(v, pool)}" for k, v in m.kwargs.items()
+            ]
+        if entry.startswith("Tensor.") and args:
+            call = f"{args[0]}.{entry.split('.', 1)[1]}({', '.join(args[1:])})"
+        else:
+            call = f"{_callable_text(entry)}({', '.join(args)})"
+        if case.dtype:
+            lines += [f"with torch.autocast({case.device!r}, dtype=torch.{case.dtype}):", f"    out = {call}"]
+        else:
+            lines.append(f"out = {call}")
+    lines += [f"# {s}" for s in steps]
+    return "\n".join("    " + ln for ln in lines)

@@ -1,0 +1,100 @@
+"""An exception escaping an autocast region, in each selected mode (``test_modes.py``).
+
+Cases: the exception raised while tracing (``shape``: the sentinel op with shapes that do
+not fit) or by a kernel at run time inside the graph (``runtime``: an index out of
+range), with autocast off or on (float16) around the call.
+
+Procedure: the call in each selected mode; under ``compile`` with the chosen backend and
+with Dynamo's own graph (backend ``eager``): restoring the state is Dynamo's job whatever
+the backend.
+Expectation (``rules.context.exception_restores_state``): the state is as before: enabled,
+dtype, cache flag and the nesting depth (a leaked depth keeps the cast cache from ever
+being cleared).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from reference_impl.dtypes import dtype_of
+from reference_impl.runtime import autocast_state_kept
+from reference_impl.samples import Materialized, materialize
+
+from ..kit.case import Case, sentinel_op
+from ..kit.inputs import rebuilt
+from ..kit.state import autocast_fields
+from ..kit.verdict import Observation, not_applicable
+from ..target import Target
+from .run import run_in_mode
+
+EXCEPTION_STATE = "modes.exception_state"
+ERRORS = ("shape", "runtime")
+OUTER = ("off", "float16")
+AS_BEFORE = "state as before"
+
+
+def _raising_call(target: Target, kind: str) -> tuple[str, Materialized] | None:
+    """A call that raises inside the region (None: the spec has no op to raise in)."""
+    dev = target.device
+    if kind == "runtime":
+        return "Tensor.__getitem__", Materialized(
+            (torch.rand(4, 4, device=dev), torch.tensor([99], device=dev)), {}
+        )
+    op = sentinel_op(target)
+    if op is None:
+        return None
+    m = materialize(target.spec.ops[op].samples[0], torch.float32, dev)
+    tensors = m.tensors()
+    last = max(i for i, t in enumerate(tensors) if t.is_floating_point())
+    tensors[last] = torch.rand([n + 1 for n in tensors[last].shape], device=dev)
+    return op, rebuilt(m, tensors)
+
+
+def escaping(
+    target: Target, modes: tuple[str, ...], backend: str, outer: str, error: str
+) -> Iterator[Observation]:
+    """One observation per (mode, backend) run, in order."""
+    if target.policy_only:
+        not_applicable("--policy-only: script/trace/compile need the backend's kernels")
+    dev = target.device
+    case = Case("jit", dev, target.dtypes[0])
+    call = _raising_call(target, error)
+    if call is None:
+        yield Observation(
+            case, EXCEPTION_STATE, "no call to raise in", "a lower_precision_fp op with samples", "none"
+        )
+        return
+    fn, m = call
+    runs = [
+        (mode, b)
+        for mode in modes
+        for b in (dict.fromkeys((backend, "eager")) if mode == "compile" else (backend,))
+    ]
+    for mode, b in runs:
+        with autocast_state_kept(dev):
+            if outer == "float16":
+                torch.set_autocast_enabled(dev, True)
+                torch.set_autocast_dtype(dev, torch.float16)
+            before = autocast_fields(dev)
+            try:
+                run_in_mode(
+                    mode, fn, m.args, m.kwargs, device=dev, dtype=dtype_of(target.dtypes[0]), backend=b
+                )
+                raised = False
+            except Exception:  # any error from the bad arguments
+                raised = True
+            after = autocast_fields(dev)
+        where = f"{mode} (backend {b})" if mode == "compile" else mode
+        if not raised:
+            yield Observation(case, EXCEPTION_STATE, f"{where}: the call did not raise", "an error", "it ran")
+        yield Observation(
+            case,
+            EXCEPTION_STATE,
+            f"{where}: autocast state after an exception ({error}) escaped the region",
+            AS_BEFORE,
+            before.changed(after) or AS_BEFORE,
+            facts={"before": before, "after": after},
+            reproduce=f"pytest conformance --mode {mode} -k 'restores_state and {error}'",
+        )

@@ -1,0 +1,103 @@
+"""torch.compile scenarios (backend aot_eager: no C++ toolchain). See :mod:`.core`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from reference_impl.dtypes import dtype_name
+
+from .core import DEVICE, Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario, values
+
+
+def _compiled(fn: Callable[..., Any], fullgraph: bool = False) -> Callable[..., Any]:
+    return torch.compile(fn, backend="aot_eager", fullgraph=fullgraph)
+
+
+@scenario("compile-with-autocast-as")
+def _compile_with_as(ctx: Setting) -> ScenarioOutcome:
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16) as instance:
+            x = torch.mm(a, b)
+        with instance:
+            return torch.mm(x.float(), b)
+
+    a, b = mats()
+    c = _compiled(fn)
+    return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
+
+
+@scenario("compile-nonconstant-enabled")
+def _compile_nonconstant(ctx: Setting) -> ScenarioOutcome:
+    def fn(a: torch.Tensor, b: torch.Tensor, use_amp: bool) -> torch.Tensor:
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
+            return torch.mm(a, b)
+
+    a, b = mats()
+    c = _compiled(fn)
+    return run_twice(
+        lambda: ctx.outputs((c(a, b, True), c(a, b, False))),
+        ctx.outputs((fn(a, b, True), fn(a, b, False))),
+        ctx.without_region(a.dtype),
+    )
+
+
+@scenario("compile-decorated-function")
+def _compile_decorated(ctx: Setting) -> ScenarioOutcome:
+    @torch.autocast(device_type="cpu", dtype=torch.bfloat16)
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.mm(a, b)
+
+    a, b = mats()
+    c = _compiled(fn, fullgraph=True)
+    return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
+
+
+@scenario("compile-autocast-false-under-eager-autocast")
+def _compile_off_under_eager(ctx: Setting) -> ScenarioOutcome:
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=False):
+            return torch.mm(a, b)
+
+    a, b = mats()
+    c = _compiled(fn)
+    with ac():
+        eager = ctx.outputs(fn(a, b))
+        return run_twice(lambda: ctx.outputs(c(a, b)), eager, ctx.under_outer_autocast(a.dtype))
+
+
+REGION = torch.float16  # the dtype of the region the exception escapes (not the default)
+STATE = ("is_autocast_enabled", "get_autocast_dtype")
+
+
+@scenario("compile-exception-restores-state")
+def _compile_exception(ctx: Setting) -> ScenarioOutcome:
+    class Boom(Exception):
+        pass
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type="cpu", dtype=REGION):
+            x = torch.mm(a, b)
+            if x.sum() > -1e30:
+                raise Boom("escape the region")
+            return x
+
+    a, b = mats()
+    c = _compiled(fn)
+
+    def state() -> Outputs:
+        return values(
+            STATE, (torch.is_autocast_enabled(DEVICE), dtype_name(torch.get_autocast_dtype(DEVICE)))
+        )
+
+    before = state()
+
+    def call() -> Outputs:
+        with contextlib.suppress(Boom):
+            c(a, b)
+        return state()
+
+    return run_twice(call, before, values(STATE, (True, dtype_name(REGION))))  # leaked: the region's state

@@ -1,0 +1,61 @@
+"""The run's target, resolved once per pytest session from the command-line options.
+
+The plugin resolves it before collection when an option was given (a bad option stops the
+run with exit code 2); otherwise the first test that needs it resolves it (cpu). Under
+``--implementation reference`` the reference kernels are installed for the whole run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from reference_impl.reference_autocast import kernels_installed
+
+from .errors import usage_error
+from .registry import mandatory_able
+from .target import Options, Target, TargetError, resolve_target
+
+TARGET_KEY = pytest.StashKey[Target]()
+# Holds the reference kernels installed for the run under --implementation reference.
+INSTALLED_KEY = pytest.StashKey[contextlib.ExitStack]()
+
+
+def options_of(config: pytest.Config) -> Options:
+    return Options(
+        backend=config.getoption("--backend"),
+        dtype=config.getoption("--dtype"),
+        spec=tuple(config.getoption("--spec") or ()),
+        reference_device=config.getoption("--reference-device"),
+        policy_only=bool(config.getoption("--policy-only")),
+        implementation=str(config.getoption("--implementation") or "native"),
+    )
+
+
+def explicit(opts: Options) -> bool:
+    return any((opts.backend, opts.dtype, opts.spec, opts.reference_device, opts.policy_only)) or (
+        opts.implementation != "native"
+    )
+
+
+def target_of(config: pytest.Config) -> Target:
+    """The run's target; resolved on first use when no option was given (cpu)."""
+    if TARGET_KEY not in config.stash:
+        try:
+            config.stash[TARGET_KEY] = resolve_target(options_of(config), categories=mandatory_able())
+        except TargetError as e:
+            usage_error(str(e))
+    target = config.stash[TARGET_KEY]
+    if target.uses_reference and INSTALLED_KEY not in config.stash:
+        stack = contextlib.ExitStack()
+        stack.enter_context(kernels_installed(target.device, target.reference_spec))
+        config.stash[INSTALLED_KEY] = stack
+    return target
+
+
+def release(config: pytest.Config) -> None:
+    """Uninstall what the run installed (the reference kernels)."""
+    if INSTALLED_KEY in config.stash:
+        config.stash[INSTALLED_KEY].close()
+        del config.stash[INSTALLED_KEY]
