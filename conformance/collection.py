@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import torch
 
-from reference_impl.dtypes import dtype_of
-from reference_impl.runtime import restore_autocast, snapshot_autocast
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.harness.state import restore_autocast, snapshot_autocast
 
 from . import registry
 from .kit.case import Case, device_needed

@@ -11,7 +11,7 @@ import contextlib
 
 import pytest
 
-from reference_impl.reference_autocast import kernels_installed
+from reference_impl.kernels.reference_autocast import kernels_installed
 
 from .errors import usage_error
 from .registry import mandatory_able

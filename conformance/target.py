@@ -19,11 +19,12 @@ import torch
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
-from reference_impl.dtypes import dtype_of
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.reference_autocast import autocast as reference_autocast
-from reference_impl.runtime import device_is_real, fake_device_supported, raw_autocast, tensor_context
-from reference_impl.torch_registry import op_exists
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.engine.torch_registry import op_exists
+from reference_impl.harness.devices import device_is_real, fake_device_supported, tensor_context
+from reference_impl.harness.state import raw_autocast
+from reference_impl.kernels.reference_autocast import autocast as reference_autocast
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 IMPLEMENTATIONS = ("native", "reference")
 

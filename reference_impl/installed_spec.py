@@ -1,34 +1,11 @@
-"""The spec read for the installed torch: :func:`autocast_spec.loader.load_spec` given its facts.
+"""Moved: :mod:`reference_impl.spectools.installed_spec` (kept here for one release).
 
-``autocast_spec`` never imports torch; this is where the installed torch's release,
-build features and operator registry (:func:`~reference_impl.torch_registry.installed_torch`)
-are handed to it.
+``from reference_impl.installed_spec import load_installed_spec`` still works; import it
+from ``reference_impl.spectools.installed_spec`` instead (docs/migration.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from pathlib import Path
+from .spectools.installed_spec import load_installed_spec
 
-from autocast_spec.loader import load_spec
-from autocast_spec.model import Spec
-
-from .torch_registry import installed_torch
-
-
-def load_installed_spec(
-    paths: Sequence[Path] | None = None,
-    torch_version: str | None = None,
-    check_registry: bool = True,
-    nearest: bool = False,
-    categories: Collection[str] | None = None,
-) -> Spec:
-    """:func:`~autocast_spec.loader.load_spec` for the installed torch (its arguments, the same)."""
-    return load_spec(
-        paths,
-        installed=installed_torch(),
-        torch_version=torch_version,
-        check_registry=check_registry,
-        nearest=nearest,
-        categories=categories,
-    )
+__all__ = ["load_installed_spec"]

@@ -5,7 +5,7 @@ import warnings
 import pytest
 
 from autocast_spec.model import Spec
-from reference_impl.installed_spec import load_installed_spec
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 

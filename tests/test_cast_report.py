@@ -16,8 +16,8 @@ from hf_helpers import HF_MODELS, hf_models
 from torch import nn
 
 import reference_impl
-from reference_impl.cast_report import VERSION
-from reference_impl.trace import CastLog
+from reference_impl.kernels.cast_report import VERSION
+from reference_impl.kernels.trace import CastLog
 
 LOWER = torch.bfloat16
 

@@ -1,4 +1,4 @@
-"""The one output comparison (reference_impl.compare): each rule of its docstring."""
+"""The one output comparison (reference_impl.harness.compare): each rule of its docstring."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autocast_spec.common import Tolerance
-from reference_impl.compare import output_mismatch
+from reference_impl.harness.compare import output_mismatch
 
 NAN = float("nan")
 LOOSE = Tolerance(atol=1e-2, rtol=0.0)

@@ -14,9 +14,9 @@ from autocast_spec.model import Spec
 from autocast_spec.versions import nearest_covered_version
 from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.installed_spec import load_installed_spec
 from reference_impl.probe import bundled, device_spec
 from reference_impl.probe.observe import DeviceObservation
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

@@ -20,13 +20,13 @@ import yaml
 from autocast_spec.model import Policy, Spec
 from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
+from reference_impl.engine.torch_registry import installed_torch_version
 from reference_impl.extract.api import extract
 from reference_impl.extract.conditions import evaluate
 from reference_impl.extract.lexer import spell, tokenize
 from reference_impl.extract.macros import Expander, MacroTable, parse_define
 from reference_impl.extract.output import ExtractedSpec, to_data, to_yaml
 from reference_impl.extract.scan import installed_autocast_header, scan
-from reference_impl.torch_registry import installed_torch_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "extract"
 EXPECTED = sorted(FIXTURES.glob("*.expected.yaml"))

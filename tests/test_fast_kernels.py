@@ -25,8 +25,8 @@ from mixed_calls import mixed_calls
 
 import reference_impl
 from autocast_spec.model import Spec
-from reference_impl import fast_kernels
-from reference_impl.reference_autocast import default_spec
+from reference_impl.kernels import fast_kernels
+from reference_impl.kernels.reference_autocast import default_spec
 
 REPO = Path(__file__).resolve().parents[1]
 _fresh = itertools.count()
@@ -167,7 +167,7 @@ def test_python_kernels_pass_the_reference_tests() -> None:
 def test_without_a_compiler_the_python_kernels_run(tmp_path: Path) -> None:
     script = (
         "import torch, reference_impl\n"
-        "from reference_impl import fast_kernels\n"
+        "from reference_impl.kernels import fast_kernels\n"
         "x, w = torch.randn(3, 8), torch.randn(4, 8)\n"
         "with reference_impl.autocast('cpu'):\n"
         "    ref = torch.nn.functional.linear(x, w)\n"
@@ -212,8 +212,8 @@ def test_weights_cached_before_the_kernels_load_are_still_served() -> None:
         pytest.skip(f"{fast_kernels.ENV}=0: the reference runs its Python kernels")
     script = (
         "import torch, reference_impl\n"
-        "from reference_impl import fast_kernels, weight_cache\n"
-        "from reference_impl.oracle import caster\n"
+        "from reference_impl.kernels import fast_kernels, weight_cache\n"
+        "from reference_impl.engine.oracle import caster\n"
         "w, to = torch.randn(4, 8, requires_grad=True), torch.bfloat16\n"
         "first, hit0 = weight_cache.from_cache(w, to, caster(to), False)\n"
         "with reference_impl.autocast('cpu'):\n"
@@ -228,7 +228,7 @@ def test_weights_cached_before_the_kernels_load_are_still_served() -> None:
 def test_a_setting_other_than_0_or_1_is_named() -> None:
     script = (
         "import reference_impl\n"
-        "from reference_impl import fast_kernels\n"
+        "from reference_impl.kernels import fast_kernels\n"
         "with reference_impl.autocast('cpu'):\n"
         "    pass\n"
         "print(fast_kernels.loaded() is not None)\n"

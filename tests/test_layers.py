@@ -27,7 +27,7 @@ MAX_MODULE_LINES = 400
 
 # (module, imported module) -> why the import must stay inside a function. Keep this short.
 FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {
-    ("reference_impl.fast_kernels", "torch.utils"): (
+    ("reference_impl.kernels.fast_kernels", "torch.utils"): (
         "torch.utils.cpp_extension pulls in setuptools (0.1 s per process); only the first "
         "reference region of a process, which builds or loads the C++ kernels, needs it"
     ),
@@ -41,6 +41,7 @@ class Import:
     line: int
     top_level: bool  # False when inside a function or method body
     path: Path
+    names: tuple[str, ...] = ()  # the names taken with ``from target import ...``
 
     def where(self) -> str:
         return f"{self.path.relative_to(REPO) if self.path.is_relative_to(REPO) else self.path}:{self.line}"
@@ -74,7 +75,8 @@ def imports_of(module: str, path: Path) -> list[Import]:
                 found.extend(Import(module, a.name, child.lineno, not in_function, path) for a in child.names)
             elif isinstance(child, ast.ImportFrom):
                 target = _absolute(module, is_package, child)
-                found.append(Import(module, target, child.lineno, not in_function, path))
+                names = tuple(a.name for a in child.names)
+                found.append(Import(module, target, child.lineno, not in_function, path, names))
             visit(child, nested)
 
     visit(tree, False)
@@ -122,6 +124,55 @@ def hidden(imports: list[Import]) -> list[str]:
     ]
 
 
+def private_names(imports: list[Import]) -> list[str]:
+    """``from <project module> import _name``: a module taking another's private name."""
+    return [
+        f"{imp.where()}: {imp.module} imports {name} from {imp.target}"
+        for imp in imports
+        if layer_of(imp.target) is not None
+        for name in imp.names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+
+
+def cycles(imports: list[Import], known: set[str]) -> list[list[str]]:
+    """The circles of imports between the project's modules (``known``), each as a list of
+    modules. ``from package import module`` counts as an import of that module."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        targets = {f"{imp.target}.{n}" for n in imp.names} & known or {imp.target}
+        graph.setdefault(imp.module, set()).update(t for t in targets if t in known and t != imp.module)
+    # Tarjan's strongly connected components
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                out.append(sorted(scc))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
 def test_imports_point_down_only() -> None:
     bad = upward(all_imports())
     assert not bad, "upward imports (layers: " + " <- ".join(LAYERS) + "):\n" + "\n".join(bad)
@@ -144,6 +195,18 @@ def test_allowlist_entries_are_used() -> None:
     used = {(imp.module, imp.target) for imp in all_imports() if not imp.top_level}
     stale = sorted(set(FUNCTION_LEVEL_ALLOWED) - used)
     assert not stale, f"allowlisted function-level imports that no longer exist: {stale}"
+
+
+def test_no_module_takes_another_s_private_name() -> None:
+    bad = private_names(all_imports())
+    assert not bad, "make the name public, or move the code that needs it:\n" + "\n".join(bad)
+
+
+def test_no_circle_of_imports() -> None:
+    found = cycles(all_imports(), {m for m, _ in modules()})
+    assert not found, "modules that import each other, directly or in a circle:\n" + "\n".join(
+        " <-> ".join(c) for c in found
+    )
 
 
 def test_modules_stay_small() -> None:
@@ -185,3 +248,21 @@ def test_checks_catch_planted_imports(
         assert found == []
     else:
         assert found and expected in found[0], found
+
+
+def test_the_private_name_check_catches_a_planted_import(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("from conformance.kit.case import _hidden, Case\nfrom os import _exit\n")
+    assert private_names(imports_of("conformance.x", path)) == [
+        f"{path}:1: conformance.x imports _hidden from conformance.kit.case"
+    ]
+
+
+def test_the_circle_check_catches_a_planted_circle(tmp_path: Path) -> None:
+    a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
+    a.write_text("from pkg import b\n")
+    b.write_text("from pkg.c import thing\n")
+    c.write_text("import pkg.a\n")
+    imports = imports_of("pkg.a", a) + imports_of("pkg.b", b) + imports_of("pkg.c", c)
+    assert cycles(imports, {"pkg.a", "pkg.b", "pkg.c"}) == [["pkg.a", "pkg.b", "pkg.c"]]
+    assert cycles(imports[:2], {"pkg.a", "pkg.b", "pkg.c"}) == []

@@ -11,7 +11,7 @@ import pytest
 
 from autocast_spec.model import Policy, Spec
 from conformance.cli import main
-from reference_impl.matrix import POLICY_COLOURS, build_matrix, to_html, to_markdown
+from reference_impl.spectools.matrix import POLICY_COLOURS, build_matrix, to_html, to_markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from render_matrix_screenshot import find_browser, screenshot

@@ -23,8 +23,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import reference_impl
-from reference_impl.compare import output_mismatch
-from reference_impl.dtypes import dtype_name
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.harness.compare import output_mismatch
 
 
 class SmallCNN(nn.Module):

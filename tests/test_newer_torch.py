@@ -19,8 +19,8 @@ import torch
 from suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary, with_tests_on_path
 
 from autocast_spec.versions import nearest_covered_version
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.torch_registry import autocast_registrations, op_exists
+from reference_impl.engine.torch_registry import autocast_registrations, op_exists
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 SIMULATED = "2.99.0"
 ENV = with_tests_on_path({"SIMULATED_TORCH_VERSION": SIMULATED})

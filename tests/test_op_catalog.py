@@ -7,14 +7,14 @@ import pytest
 from autocast_spec.builders import build_ops
 from autocast_spec.versions import Applicability
 from autocast_spec.yaml_source import YamlDocument
-from reference_impl.catalog_checks import (
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.spectools.catalog_checks import (
     entry_point_reaches_op,
     run_device_for,
     run_sample,
     sample_skip_reason,
 )
-from reference_impl.dtypes import dtype_of
-from reference_impl.installed_spec import load_installed_spec
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 SPEC = load_installed_spec()
 LISTED = sorted({op for d in SPEC.devices.values() if d.builtin for op in d.ops})

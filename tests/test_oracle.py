@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import torch
 
-from reference_impl.compare import output_mismatch
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.oracle import oracle_call
-from reference_impl.policy import AutocastState
-from reference_impl.samples import materialize, op_overload
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.oracle import oracle_call
+from reference_impl.engine.policy import AutocastState
+from reference_impl.harness.compare import output_mismatch
+from reference_impl.harness.samples import materialize, op_overload
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 SPEC = load_installed_spec()
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -59,9 +59,10 @@ def _run(fn: Any) -> tuple[Any, BaseException | None]:
 
 def repro(device: str, op: str, index: int, dtype: str, inputs: str) -> str:
     return (
-        'python -c "import torch; from reference_impl.installed_spec import load_installed_spec; '
-        "from reference_impl.samples import materialize, op_overload, dtype_of; "
-        "from reference_impl.oracle import oracle_call; from reference_impl.policy import AutocastState; "
+        'python -c "import torch; from reference_impl.spectools.installed_spec import load_installed_spec; '
+        "from reference_impl.harness.samples import materialize, op_overload, dtype_of; "
+        "from reference_impl.engine.oracle import oracle_call; "
+        "from reference_impl.engine.policy import AutocastState; "
         f"s=load_installed_spec(); "
         f"m=materialize(s.ops['{op}'].samples[{index}], dtype_of('{inputs}'), '{device}'); "
         f"st=AutocastState('{device}', dtype_of('{dtype}')); "

@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from autocast_spec.model import DeviceSpec, Policy
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.oracle import BannedOpError, apply_plan
-from reference_impl.policy import AutocastState, CastPlan, decide
-from reference_impl.samples import materialize
-from reference_impl.signatures import SlotKind, signature
-from reference_impl.torch_registry import inplace_variant, out_variant
+from reference_impl.engine.oracle import BannedOpError, apply_plan
+from reference_impl.engine.policy import AutocastState, CastPlan, decide
+from reference_impl.engine.signatures import SlotKind, signature
+from reference_impl.engine.torch_registry import inplace_variant, out_variant
+from reference_impl.harness.samples import materialize
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 SPEC = load_installed_spec()
 RULES = SPEC.rules

@@ -10,9 +10,9 @@ import pytest
 from autocast_spec.model import Spec
 from conformance.cli import main
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.installed_spec import load_installed_spec
 from reference_impl.probe.device_spec import probe_device, probed_yaml
-from reference_impl.specdiff_render import to_markdown
+from reference_impl.spectools.installed_spec import load_installed_spec
+from reference_impl.spectools.specdiff_render import to_markdown
 
 BUILTIN = ["cpu", "cuda", "xpu", "mps", "mtia", "maia"]
 

@@ -19,13 +19,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import reference_impl
 from autocast_spec.model import Policy
-from reference_impl import reference_dispatch, runtime, torch_registry, weight_cache
-from reference_impl.compare import output_mismatch
-from reference_impl.dtypes import dtype_name
-from reference_impl.eligibility import weight_tensor
-from reference_impl.policy import ArgCast
-from reference_impl.reference_autocast import default_spec, registered
-from reference_impl.samples import materialize, op_overload
+from reference_impl.engine import torch_registry
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.engine.eligibility import weight_tensor
+from reference_impl.engine.policy import ArgCast
+from reference_impl.harness import devices
+from reference_impl.harness.compare import output_mismatch
+from reference_impl.harness.samples import materialize, op_overload
+from reference_impl.kernels import reference_dispatch, weight_cache
+from reference_impl.kernels.reference_autocast import default_spec, registered
 
 SPEC = default_spec()
 CPU = SPEC.device("cpu")
@@ -455,7 +457,7 @@ def _runs_on_fake_cuda(op: str) -> bool:
     """Whether ``op``'s first sample runs in float16 on cuda FakeTensors in this torch (some
     fake kernels need a driver: torch 2.11's CUDA wheel, convolution, no GPU)."""
     try:
-        with runtime.tensor_context("cuda", fake=True):
+        with devices.tensor_context("cuda", fake=True):
             m = materialize(SPEC.ops[op].samples[0], torch.float16, "cuda")
             op_overload(op)(*m.args, **m.kwargs)
     except Exception:
@@ -470,7 +472,7 @@ def test_devices_above_the_borrowed_key_register_while_open() -> None:
     ops = [o for o in cuda.ops_with(Policy.LOWER_PRECISION_FP) if o in SPEC.ops and SPEC.ops[o].samples]
     op = next(o for o in ops if _runs_on_fake_cuda(o))
     table = torch._C._dispatch_dump(op)
-    with runtime.tensor_context("cuda", fake=True):
+    with devices.tensor_context("cuda", fake=True):
         m = materialize(SPEC.ops[op].samples[0], torch.float32, "cuda")
         with reference_impl.autocast("cuda"):
             assert registered("cuda") and torch._C._dispatch_dump(op) != table

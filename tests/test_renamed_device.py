@@ -12,7 +12,7 @@ from pathlib import Path
 
 from suite_runs import TESTS, run_suite, summary, with_tests_on_path
 
-from reference_impl.installed_spec import load_installed_spec
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 SPEC = load_installed_spec()
 

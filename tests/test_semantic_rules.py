@@ -28,8 +28,8 @@ from conformance.categories import (
 )
 from conformance.kit.case import Case
 from conformance.target import Options, Target, resolve_target
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.runtime import autocast_state_kept
+from reference_impl.harness.state import autocast_state_kept
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 DTYPE = "bfloat16"
 

@@ -27,7 +27,7 @@ from packaging.requirements import Requirement
 from autocast_spec.loader import load_spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import TorchFacts
-from reference_impl.torch_registry import all_op_names
+from reference_impl.engine.torch_registry import all_op_names
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "torch_free_load.py"
@@ -126,7 +126,7 @@ def test_spec_package_loads_and_validates_without_torch() -> None:
     ("planted", "expected"),
     [
         ("import torch\n", "torch is not importable here"),
-        ("from reference_impl.torch_registry import all_op_names\n", "torch is not importable here"),
+        ("from reference_impl.engine.torch_registry import all_op_names\n", "torch is not importable here"),
         ("import numpy\n", "imported 'numpy'"),
     ],
 )

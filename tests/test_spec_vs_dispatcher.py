@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from autocast_spec.model import Policy, Spec
-from reference_impl.dtypes import dtype_of
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.engine.torch_registry import autocast_registrations
+from reference_impl.harness.devices import device_is_real
 from reference_impl.probe.observe import DeviceObservation, observe_device
-from reference_impl.runtime import device_is_real
-from reference_impl.torch_registry import autocast_registrations
 
 # Devices whose policies cannot be observed here, with the reason. The
 # registration-set check still runs for them.

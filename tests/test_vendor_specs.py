@@ -27,11 +27,11 @@ from autocast_spec.model import DeviceSpec, Policy, Spec
 from autocast_spec.problems import SpecError
 from reference_impl.cli import diff as diff_cmd
 from reference_impl.cli.vendor_tables import DOCS_MARKERS, README_MARKERS, between, docs_block, readme_block
-from reference_impl.dtypes import dtype_name
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.policy import AutocastState, CastPlan, casts_between, decide
-from reference_impl.samples import materialize
-from reference_impl.vendor_matrix import vendor_files
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.engine.policy import AutocastState, CastPlan, casts_between, decide
+from reference_impl.harness.samples import materialize
+from reference_impl.spectools.installed_spec import load_installed_spec
+from reference_impl.spectools.vendor_matrix import vendor_files
 
 ROOT = Path(__file__).resolve().parents[1]
 LOWER = (torch.bfloat16, torch.float16)

@@ -69,7 +69,9 @@ def test_wheel_contents(wheel: Path) -> None:
     )
     missing = [f for f in spec_files if f"autocast_spec/data/{f}" not in names]
     assert spec_files and not missing, f"spec files missing from the wheel: {missing}"
-    sources = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "reference_impl" / "csrc").glob("*.cpp"))
+    sources = sorted(
+        p.relative_to(REPO).as_posix() for p in (REPO / "reference_impl" / "kernels" / "csrc").glob("*.cpp")
+    )
     assert sources and not set(sources) - names, f"C++ sources missing from the wheel: {sources}"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -25,10 +25,10 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from autocast_spec.model import Policy
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.oracle import oracle_call
-from reference_impl.runtime import quiet
-from reference_impl.samples import Materialized, first_tensor, output_tensors
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.oracle import oracle_call
+from reference_impl.harness.samples import Materialized, first_tensor, output_tensors
+from reference_impl.harness.state import quiet
 
 from ..kit.calls import state_for
 from ..kit.case import Case, listed_ops

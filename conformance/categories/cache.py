@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.samples import Materialized
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.harness.samples import Materialized
 
 from ..kit.calls import decide
 from ..kit.case import Case, device_needed, listed_ops

@@ -28,8 +28,8 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.runtime import restore_autocast, snapshot_autocast
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.harness.state import restore_autocast, snapshot_autocast
 
 from ..kit.case import Case
 from ..kit.intercept import make_sentinel
@@ -203,8 +203,8 @@ def unsupported_dtype(target: Target, lower: torch.dtype | None) -> Observation:
             case,
             UNSUPPORTED_DTYPE,
             what,
-            {"warnings": [], "enabled": False},
-            {"warnings": msgs, "enabled": on},
+            {"warnings": [], "enabled": False, "raises": "no error"},
+            {"warnings": msgs, "enabled": on, "raises": error[:300] or "no error"},
         )
     rule = target.device_spec.unsupported_dtype
     if rule is None:
@@ -216,17 +216,19 @@ def unsupported_dtype(target: Target, lower: torch.dtype | None) -> Observation:
     if rule.action == "warn_and_disable":
         hits = [m for m in every if message.split(".")[0] in m]
         named = sorted(set(re.findall(r"torch\.(\w+)", hits[0]))) if hits else []
-        expected = {"warning": message, "names": supported, "enabled": False}
+        expected = {"warning": message, "names": supported, "enabled": False, "raises": "no error"}
         observed = {
             "warning": message if hits else f"none of {every}",
             "names": named or supported,
             "enabled": on,
+            "raises": error[:300] or "no error",
         }
     elif rule.action == "error":
         raised = message if re.search(message, error) else error[:300] or "no error"
         expected, observed = {"error matching": message}, {"error matching": raised}
     else:
-        expected, observed = {"dtype accepted": "float64"}, {"dtype accepted": dtype}
+        expected = {"dtype accepted": "float64", "raises": "no error"}
+        observed = {"dtype accepted": dtype, "raises": error[:300] or "no error"}
     return Observation(
         case,
         UNSUPPORTED_DTYPE,

@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.eligibility import eligibility
-from reference_impl.runtime import quiet
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.eligibility import eligibility
+from reference_impl.harness.state import quiet
 
 from ..kit.case import Case
 from ..kit.verdict import Observation

@@ -22,10 +22,10 @@ import torch
 
 from autocast_spec.catalog import Sample
 from autocast_spec.model import Policy, Rules
-from reference_impl.dtypes import NON_FLOATING, dtype_of
-from reference_impl.runtime import quiet
-from reference_impl.samples import Materialized
-from reference_impl.torch_registry import inplace_variant, op_overload, out_variant
+from reference_impl.engine.dtypes import NON_FLOATING, dtype_of
+from reference_impl.engine.torch_registry import inplace_variant, op_overload, out_variant
+from reference_impl.harness.samples import Materialized
+from reference_impl.harness.state import quiet
 
 from ..kit.calls import capture, decide, run_native
 from ..kit.case import DISCRIMINATING_MIX, Case, listed_ops

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.runtime import quiet
-from reference_impl.samples import first_tensor, output_tensors
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.harness.samples import first_tensor, output_tensors
+from reference_impl.harness.state import quiet
 
 from ..kit.calls import run_oracle
 from ..kit.case import Case, listed_ops

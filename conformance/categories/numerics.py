@@ -27,10 +27,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autocast_spec.common import Tolerance
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.oracle import oracle_call
-from reference_impl.policy import AutocastState
-from reference_impl.runtime import quiet
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.oracle import oracle_call
+from reference_impl.engine.policy import AutocastState
+from reference_impl.harness.state import quiet
 
 from ..kit.calls import PolicyRun, capture, decide, policy_call, run_native, run_oracle
 from ..kit.case import Case, device_needed, listed_ops

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.dtypes import dtype_of
-from reference_impl.samples import Materialized
-from reference_impl.signatures import SlotKind, signature
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.engine.signatures import SlotKind, signature
+from reference_impl.harness.samples import Materialized
 
 from ..kit.calls import PolicyRun, decide, run_native, run_oracle
 from ..kit.case import Case, listed_ops

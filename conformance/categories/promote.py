@@ -22,8 +22,8 @@ from typing import Any
 
 from autocast_spec.catalog import ListArg, Sample, TensorArg
 from autocast_spec.model import Policy
-from reference_impl.dtypes import dtype_of
-from reference_impl.signatures import SlotKind, signature
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.engine.signatures import SlotKind, signature
 
 from ..kit.calls import decide, policy_call
 from ..kit.case import Case, count_test_floats, listed_ops

@@ -9,7 +9,7 @@ Expectation: a listed op has a kernel; an op with a kernel is listed.
 
 from __future__ import annotations
 
-from reference_impl.torch_registry import autocast_registrations
+from reference_impl.engine.torch_registry import autocast_registrations
 
 from ..kit.case import Case
 from ..kit.verdict import Observation

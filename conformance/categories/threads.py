@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reference_impl.dtypes import dtype_of
-from reference_impl.runtime import quiet
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.harness.state import quiet
 
 from ..kit.case import Case
 from ..kit.refusal import require_autocast

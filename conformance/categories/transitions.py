@@ -31,9 +31,9 @@ from hypothesis.stateful import (
 )
 
 from autocast_spec.model import DeviceSpec, Spec
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.policy import AutocastState, decide
-from reference_impl.samples import Materialized
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.policy import AutocastState, decide
+from reference_impl.harness.samples import Materialized
 
 from ..kit.case import Case
 from ..kit.inputs import flat_tensors, make_inputs

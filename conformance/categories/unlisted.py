@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from reference_impl.dtypes import dtype_of
-from reference_impl.runtime import synthesize_call
-from reference_impl.samples import Materialized
-from reference_impl.torch_registry import op_overload
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.engine.torch_registry import op_overload
+from reference_impl.harness.calls import synthesize_call
+from reference_impl.harness.samples import Materialized
 
 from ..kit.case import Case, catalogued
 from ..kit.dispatcher import registry_sample, synthesizable

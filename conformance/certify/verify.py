@@ -28,7 +28,7 @@ from typing import Any
 
 from autocast_spec.problems import SpecError, SpecProblem
 from reference_impl.cli.common import EXIT_DIFF, EXIT_OK, UsageError, write_out
-from reference_impl.installed_spec import load_installed_spec
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 from . import bundle as B
 from .expectations import EMPTY, load_expectations

@@ -1,7 +1,7 @@
 """Running one call natively and through the reference oracle, with the cast plan decided once.
 
 The oracle is the spec's cast plan applied explicitly, with the kernel called below every
-Autocast key (:mod:`reference_impl.oracle`). :func:`decide` asks the policy engine once
+Autocast key (:mod:`reference_impl.engine.oracle`). :func:`decide` asks the policy engine once
 per call; the same :class:`Decision` gives the oracle's casts, the dtype the plan names
 and the plan's text in a failure message.
 """
@@ -15,12 +15,12 @@ from typing import Any
 import torch
 
 from autocast_spec.catalog import EntryPoint, Sample
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.oracle import oracle_apply
-from reference_impl.policy import AutocastState, CastPlan, expected_output_dtype
-from reference_impl.policy import decide as decide_plan
-from reference_impl.runtime import quiet
-from reference_impl.samples import Materialized, entry_point_sample, output_tensors
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.oracle import oracle_apply
+from reference_impl.engine.policy import AutocastState, CastPlan, expected_output_dtype
+from reference_impl.engine.policy import decide as decide_plan
+from reference_impl.harness.samples import Materialized, entry_point_sample, output_tensors
+from reference_impl.harness.state import quiet
 
 from ..target import Target
 from .case import Case

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from autocast_spec.catalog import ListArg, OpInfo, Sample, TensorArg
 from autocast_spec.model import Policy
-from reference_impl.torch_registry import op_exists
+from reference_impl.engine.torch_registry import op_exists
 
 from ..target import Target
 

@@ -14,9 +14,14 @@ import hashlib
 
 import torch
 
-from reference_impl.runtime import synthesize_call
-from reference_impl.signatures import SlotKind, signature
-from reference_impl.torch_registry import all_op_names, autocast_registrations, op_schema, split_op_name
+from reference_impl.engine.signatures import SlotKind, signature
+from reference_impl.engine.torch_registry import (
+    all_op_names,
+    autocast_registrations,
+    op_schema,
+    split_op_name,
+)
+from reference_impl.harness.calls import synthesize_call
 
 REGISTRY_SAMPLE_MODULUS = 40
 

@@ -12,8 +12,8 @@ from typing import Any
 import torch
 
 from autocast_spec.catalog import ListArg, Sample, TensorArg
-from reference_impl.dtypes import dtype_of
-from reference_impl.samples import Materialized, materialize
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.harness.samples import Materialized, materialize
 
 from .case import Mix
 

@@ -1,7 +1,7 @@
 """What arrives right below the backend's Autocast key, and the sentinel call.
 
 A recording kernel at the Autograd key right below Autocast records each call to an op's
-name and stops it before any kernel runs (:func:`reference_impl.runtime.intercept`), so
+name and stops it before any kernel runs (:func:`reference_impl.harness.calls.intercept`), so
 shapes do not matter and nothing executes. The sentinel is the device's first
 lower_precision_fp op on float32 inputs: the context, cache and transition checks watch
 it to see whether autocast acts and what it cast.
@@ -18,10 +18,11 @@ import pytest
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.dtypes import dtype_name
-from reference_impl.runtime import Call, Intercepted, autograd_key_for, intercept, quiet
-from reference_impl.samples import Materialized, first_tensor, resolve_entry_point
-from reference_impl.torch_registry import op_overload
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.engine.torch_registry import op_overload
+from reference_impl.harness.calls import Call, Intercepted, autograd_key_for, intercept
+from reference_impl.harness.samples import Materialized, first_tensor, resolve_entry_point
+from reference_impl.harness.state import quiet
 
 from ..target import Target
 from .case import sentinel_op

@@ -11,8 +11,8 @@ import functools
 from collections.abc import Sequence
 
 from autocast_spec.common import Tolerance
-from reference_impl.compare import bound, tensor_mismatch
-from reference_impl.dtypes import dtype_name
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.harness.compare import bound, tensor_mismatch
 
 from .calls import PolicyRun
 from .case import Case

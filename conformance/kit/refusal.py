@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-from reference_impl.samples import Materialized
+from reference_impl.harness.samples import Materialized
 
 from ..target import Target
 from .calls import Outcome, run_oracle

@@ -6,8 +6,8 @@ from dataclasses import astuple, dataclass, fields
 
 import torch
 
-from reference_impl.dtypes import dtype_name
-from reference_impl.runtime import autocast_nesting
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.harness.state import autocast_nesting
 
 
 @dataclass(frozen=True)

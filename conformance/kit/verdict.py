@@ -26,8 +26,8 @@ from typing import Any, NoReturn
 import pytest
 import torch
 
-from reference_impl.dtypes import dtype_name
-from reference_impl.samples import Materialized
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.harness.samples import Materialized
 
 from ..target import Target
 from .case import Case

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 
 import torch
 
-from reference_impl.dtypes import dtype_of
-from reference_impl.runtime import autocast_state_kept
-from reference_impl.samples import Materialized, materialize
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.harness.samples import Materialized, materialize
+from reference_impl.harness.state import autocast_state_kept
 
 from ..kit.case import Case, sentinel_op
 from ..kit.inputs import rebuilt

@@ -20,10 +20,10 @@ from typing import Any
 import torch
 
 from autocast_spec.common import Tolerance
-from reference_impl.compare import output_mismatch
-from reference_impl.dtypes import dtype_of
-from reference_impl.runtime import quiet
-from reference_impl.samples import first_tensor, materialize
+from reference_impl.engine.dtypes import dtype_of
+from reference_impl.harness.compare import output_mismatch
+from reference_impl.harness.samples import first_tensor, materialize
+from reference_impl.harness.state import quiet
 
 from ..kit.case import Case
 from ..kit.inputs import rebuilt

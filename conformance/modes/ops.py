@@ -21,9 +21,9 @@ from typing import Any
 import torch
 
 from autocast_spec.model import Divergence, Spec
-from reference_impl.compare import output_mismatch
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.samples import Materialized, materialize, output_tensors
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.harness.compare import output_mismatch
+from reference_impl.harness.samples import Materialized, materialize, output_tensors
 
 from ..kit.case import Case
 from ..kit.refusal import intercept_only, raw_call, skip_if_refused

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from reference_impl.dtypes import dtype_name
-from reference_impl.samples import resolve_entry_point
-from reference_impl.torch_registry import op_overload
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.engine.torch_registry import op_overload
+from reference_impl.harness.samples import resolve_entry_point
 
 MODES: tuple[str, ...] = ("eager", "script", "trace", "compile")
 COMPILED_MODES: tuple[str, ...] = tuple(m for m in MODES if m != "eager")

@@ -9,7 +9,7 @@ from pathlib import Path
 from autocast_spec.model import Spec
 from autocast_spec.problems import SpecError
 
-from ..installed_spec import load_installed_spec
+from ..spectools.installed_spec import load_installed_spec
 
 EXIT_OK = 0
 EXIT_DIFF = 1

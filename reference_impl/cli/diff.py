@@ -24,13 +24,13 @@ from autocast_spec.problems import SpecError, SpecProblem
 from autocast_spec.versions import nearest_covered_version
 from autocast_spec.yaml_source import read_yaml
 
+from ..engine.torch_registry import installed_torch_version
 from ..extract.api import ExtractError, extract
-from ..installed_spec import load_installed_spec
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
-from ..specdiff import PairingError, Side, SpecDiff, diff_sides
-from ..specdiff_render import to_json, to_markdown
-from ..torch_registry import installed_torch_version
+from ..spectools.installed_spec import load_installed_spec
+from ..spectools.specdiff import PairingError, Side, SpecDiff, diff_sides
+from ..spectools.specdiff_render import to_json, to_markdown
 from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
 
 _VERSION_SUFFIX = re.compile(r"^(?P<base>.+)@(?P<version>\d+\.\d+(\.\d+)?)$")

@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..engine.torch_registry import installed_torch_version
 from ..extract.api import ExtractError, extract
 from ..extract.output import to_json, to_yaml, write
-from ..torch_registry import installed_torch_version
 from .common import EXIT_OK, UsageError, write_out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..matrix import build_matrix, to_html, to_markdown
+from ..spectools.matrix import build_matrix, to_html, to_markdown
 from .common import EXIT_OK, UsageError, add_spec_option, load_or_fail, write_out
 
 

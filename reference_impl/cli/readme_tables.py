@@ -12,7 +12,7 @@ import sys
 
 from autocast_spec.model import JitLimitation, Spec
 
-from ..installed_spec import load_installed_spec
+from ..spectools.installed_spec import load_installed_spec
 
 START = "<!-- jit-table:start -->"
 END = "<!-- jit-table:end -->"

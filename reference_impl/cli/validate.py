@@ -7,7 +7,7 @@ from pathlib import Path
 
 from autocast_spec.problems import SpecError
 
-from ..installed_spec import load_installed_spec
+from ..spectools.installed_spec import load_installed_spec
 from .common import EXIT_OK, UsageError, write_out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 
-from ..vendor_matrix import block, columns, counts_table, ops_table
+from ..spectools.vendor_matrix import block, columns, counts_table, ops_table
 
 README_MARKERS = ("<!-- vendor-matrix:start -->", "<!-- vendor-matrix:end -->")
 DOCS_MARKERS = ("<!-- vendor-ops:start -->", "<!-- vendor-ops:end -->")

@@ -19,10 +19,10 @@ from autocast_spec.model import DeviceSpec, OpPolicy
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import nearest_covered_version
 
-from ..installed_spec import load_installed_spec
+from ..engine.torch_registry import build_features, parse_release
 from ..probe.device_spec import version_range
 from ..probe.render import ObservedPolicy, device_data, device_yaml
-from ..torch_registry import build_features, parse_release
+from ..spectools.installed_spec import load_installed_spec
 from .build import PRIVATEUSE1_KEY, Extracted
 from .scan import ExtractError, Scan
 

@@ -14,8 +14,8 @@ from autocast_spec.model import DeviceSpec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import nearest_covered_version
 
-from ..installed_spec import load_installed_spec
-from ..torch_registry import installed_torch_version, parse_release
+from ..engine.torch_registry import installed_torch_version, parse_release
+from ..spectools.installed_spec import load_installed_spec
 from .device_spec import ProbedDevice, Progress, probe_device
 
 

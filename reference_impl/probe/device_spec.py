@@ -29,8 +29,8 @@ import torch
 from autocast_spec.common import SourceLoc, frozen_map
 from autocast_spec.model import DeviceSpec, OpPolicy, UnsupportedDtypeRule
 
-from ..dtypes import dtype_name
-from ..torch_registry import installed_torch_version, parse_release
+from ..engine.dtypes import dtype_name
+from ..engine.torch_registry import installed_torch_version, parse_release
 from .observe import DeviceObservation, observe_device
 from .render import ObservedPolicy, device_data, device_yaml
 

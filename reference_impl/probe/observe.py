@@ -30,17 +30,10 @@ import torch
 
 from autocast_spec.model import Policy
 
-from ..runtime import (
-    Call,
-    autograd_key_for,
-    call_intercepted,
-    device_is_real,
-    fake_device_supported,
-    raw_autocast,
-    synthesize_call,
-    tensor_context,
-)
-from ..torch_registry import autocast_registrations
+from ..engine.torch_registry import autocast_registrations
+from ..harness.calls import Call, autograd_key_for, call_intercepted, synthesize_call
+from ..harness.devices import device_is_real, fake_device_supported, tensor_context
+from ..harness.state import raw_autocast
 
 
 @dataclass(frozen=True)

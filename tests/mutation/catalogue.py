@@ -510,7 +510,6 @@ def _never_clear_cache() -> None:
 
 def _sentinel_op() -> str:
     from conformance.kit.case import sentinel_op
-
     from conformance.target import Options, resolve_target
 
     op = sentinel_op(resolve_target(Options("cpu", None, (), None, False)))
@@ -734,8 +733,8 @@ def _compile_leaks_state_on_exception() -> None:
 
 
 def _reference_engine_leaves_lower_ops() -> None:
-    import reference_impl.reference_autocast as ra
-    from reference_impl.policy import _untouched
+    import reference_impl.kernels.reference_autocast as ra
+    from reference_impl.engine.policy import _untouched
 
     decide = ra.decide
 

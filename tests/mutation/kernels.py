@@ -24,9 +24,9 @@ from typing import Any
 import torch
 
 from autocast_spec.model import OpPolicy, Policy, Rules, Spec
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.reference_autocast import _make_kernel
-from reference_impl.torch_registry import dispatch_key, op_overload, split_op_name
+from reference_impl.engine.torch_registry import dispatch_key, op_overload, split_op_name
+from reference_impl.kernels.reference_autocast import _make_kernel
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 _LIBS: list[torch.library.Library] = []
 

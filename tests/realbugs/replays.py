@@ -74,8 +74,8 @@ _IN_TRANSFORM = threading.local()
 def autocast_skipped_under_functorch() -> None:
     """MPS: inside torch.vmap / torch.func.grad the Autocast kernels leave lower_precision_fp
     ops (mm, bmm, ...) in float32; outside transforms they cast as the spec says."""
-    from reference_impl.reference_autocast import _make_kernel
-    from reference_impl.torch_registry import dispatch_key
+    from reference_impl.engine.torch_registry import dispatch_key
+    from reference_impl.kernels.reference_autocast import _make_kernel
 
     spec = K.bundled()
     dspec = spec.device("cpu")

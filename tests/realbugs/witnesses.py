@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from reference_impl.dtypes import dtype_name
-from reference_impl.runtime import raw_autocast
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.harness.state import raw_autocast
 
 WITNESSES: dict[str, Callable[[], Any]] = {}
 

@@ -38,8 +38,8 @@ from typing import Any
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.torch_registry import op_overload, split_op_name
+from reference_impl.engine.torch_registry import op_overload, split_op_name
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 try:  # imported as vendor_npu.npu_backend, or as the plugin npu_backend (this directory on the path)
     from .sim_device_module import stand_in_module

@@ -22,8 +22,8 @@ from __future__ import annotations
 import torch
 
 from autocast_spec.model import JitLimitation, Spec
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.runtime import autocast_state_kept, quiet
+from reference_impl.harness.state import autocast_state_kept, quiet
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 from ...kit.case import Case
 from ...kit.verdict import Observation

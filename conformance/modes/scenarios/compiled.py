@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from reference_impl.dtypes import dtype_name
+from reference_impl.engine.dtypes import dtype_name
 
 from .core import DEVICE, Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario, values
 

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from autocast_spec.model import JitLimitation, Policy, Spec
-from reference_impl.dtypes import dtype_name
+from reference_impl.engine.dtypes import dtype_name
 
 DEVICE = "cpu"
 LOWER = torch.bfloat16  # the autocast dtype every scenario's region names (CPU's default)

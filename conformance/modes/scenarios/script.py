@@ -19,10 +19,10 @@ from typing import Any
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.dtypes import dtype_name, dtype_of
-from reference_impl.runtime import quiet
-from reference_impl.samples import materialize
-from reference_impl.torch_registry import split_op_name
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.torch_registry import split_op_name
+from reference_impl.harness.samples import materialize
+from reference_impl.harness.state import quiet
 
 from ..ops import observed_label
 from ..run import fresh_in_mode

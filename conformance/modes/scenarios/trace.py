@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from reference_impl.runtime import quiet
+from reference_impl.harness.state import quiet
 
 from .core import Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario
 

@@ -5,12 +5,12 @@ thread-local autocast state (enabled, dtype, cache flag, nesting), and while it 
 open the reference's kernels handle the device's autocast ops in this thread. Each
 kernel asks the policy engine for the plan (memoized per kind of call: dtypes and
 devices of the tensors, other arguments by value; whether a cast tensor is a weight is
-tested on each call), makes the casts through :func:`reference_impl.oracle.apply_plan`
+tested on each call), makes the casts through :func:`reference_impl.engine.oracle.apply_plan`
 with the weight-cast cache and tracing plugged in, and calls on below autocast. Ops the installed torch
 autocasts but the spec does not list run untouched.
 
 Where the kernels sit and how a region switches them on is
-:mod:`reference_impl.reference_dispatch`'s job: for cpu (and the other devices whose
+:mod:`reference_impl.kernels.reference_dispatch`'s job: for cpu (and the other devices whose
 Autocast key ranks below the borrowed ``AutocastIPU``) they are installed once and
 switched on per thread, so entering a region registers nothing and native autocast
 in other threads is untouched; for mps, cuda and privateuse1 they are registered at
@@ -32,17 +32,17 @@ import torch
 
 from autocast_spec.model import DeviceSpec, Policy, Spec
 
+from ..engine.dtypes import dtype_name
+from ..engine.eligibility import weight_tensor
+from ..engine.oracle import CastFn, apply_plan, caster, to_dtype
+from ..engine.policy import ArgCast, AutocastState, CastPlan, decide
+from ..engine.signatures import Path, signature
+from ..engine.torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload
+from ..spectools.installed_spec import load_installed_spec
 from . import reference_dispatch, trace, weight_cache
 from .device_kernels import Describe, DeviceKernels, Handler, Kernel
-from .dtypes import dtype_name
-from .eligibility import weight_tensor
-from .installed_spec import load_installed_spec
-from .oracle import CastFn, apply_plan, caster, to_dtype
 from .plan_memo import MEMO_SIZE, NativePlan, Positional, call_key_for, native_plan, positional_casts
-from .policy import ArgCast, AutocastState, CastPlan, decide
 from .reference_dispatch import Registration
-from .signatures import Path, signature
-from .torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload
 from .weight_cache import cached_cast, from_cache
 
 F = TypeVar("F", bound=Callable[..., Any])

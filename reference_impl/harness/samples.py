@@ -18,8 +18,8 @@ from torch._subclasses.fake_tensor import is_fake
 
 from autocast_spec.catalog import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
 
-from .dtypes import dtype_of
-from .torch_registry import op_overload
+from ..engine.dtypes import dtype_of
+from ..engine.torch_registry import op_overload
 
 __all__ = [
     "Materialized",

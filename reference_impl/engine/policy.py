@@ -3,8 +3,8 @@
 Given a device spec, the shared rules, the autocast state and an op call's
 arguments, :func:`decide` returns a :class:`CastPlan` saying which argument goes
 to which dtype, which dtype argument is set or appended, or that the call must
-raise. Nothing is cast or called here; the oracle (:mod:`reference_impl.oracle`)
-and the whole-program reference (:mod:`reference_impl.reference_autocast`) apply
+raise. Nothing is cast or called here; the oracle (:mod:`reference_impl.engine.oracle`)
+and the whole-program reference (:mod:`reference_impl.kernels.reference_autocast`) apply
 plans.
 
 The rules follow PyTorch's ``aten/src/ATen/autocast_mode.h`` / ``.cpp``:

@@ -19,46 +19,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from ..engine.dtypes import dtype_name
+from ..engine.policy import ArgCast
 from . import fast_kernels
-from .cast_report import CastReport
-from .dtypes import dtype_name
-from .policy import ArgCast
-
-INPUT, WEIGHT, ACTIVATION = "input", "weight", "activation"
-
-
-@dataclass(frozen=True)
-class CastRecord:
-    """One cast (or dtype argument) the reference autocast applied to one op call.
-
-    ``arg`` names the schema argument (``weight``, ``tensors[1]``, ``dtype``).
-    ``weight``: the argument is a weight-cache candidate (float32 leaf requiring
-    grad). ``cached``: the cast was served from the weight-cast cache, so no new
-    copy was made; ``stored``: the copy made was stored in the cache.
-    ``kind``: what was cast: ``weight`` (an ``nn.Parameter``), ``activation`` (a
-    tensor autograd computed: it has a ``grad_fn``) or ``input`` (any other tensor:
-    data, buffers, and, under ``torch.no_grad()``, intermediate results too); empty
-    for a dtype argument. ``module``: the qualified name of the innermost module
-    running (``""``: the traced model itself; None: outside it or no model given).
-    ``nbytes``: the size of the copy made (0 when served from the cache).
-    """
-
-    op: str
-    arg: str
-    from_dtype: torch.dtype | None
-    to_dtype: torch.dtype
-    policy: str
-    cached: bool = False
-    weight: bool = False
-    kind: str = ""
-    module: str | None = None
-    nbytes: int = 0
-    stored: bool = False
+from .cast_report import ACTIVATION, INPUT, WEIGHT, CastRecord, CastReport
 
 
 def kind_of(t: torch.Tensor) -> str:

@@ -28,15 +28,46 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .dtypes import dtype_name
+import torch
 
-if TYPE_CHECKING:  # trace imports this module: the record type is only named here
-    from .trace import CastRecord
+from ..engine.dtypes import dtype_name
+
+INPUT, WEIGHT, ACTIVATION = "input", "weight", "activation"
+
+
+@dataclass(frozen=True)
+class CastRecord:
+    """One cast (or dtype argument) the reference autocast applied to one op call.
+
+    ``arg`` names the schema argument (``weight``, ``tensors[1]``, ``dtype``).
+    ``weight``: the argument is a weight-cache candidate (float32 leaf requiring
+    grad). ``cached``: the cast was served from the weight-cast cache, so no new
+    copy was made; ``stored``: the copy made was stored in the cache.
+    ``kind``: what was cast: ``weight`` (an ``nn.Parameter``), ``activation`` (a
+    tensor autograd computed: it has a ``grad_fn``) or ``input`` (any other tensor:
+    data, buffers, and, under ``torch.no_grad()``, intermediate results too); empty
+    for a dtype argument. ``module``: the qualified name of the innermost module
+    running (``""``: the traced model itself; None: outside it or no model given).
+    ``nbytes``: the size of the copy made (0 when served from the cache).
+    """
+
+    op: str
+    arg: str
+    from_dtype: torch.dtype | None
+    to_dtype: torch.dtype
+    policy: str
+    cached: bool = False
+    weight: bool = False
+    kind: str = ""
+    module: str | None = None
+    nbytes: int = 0
+    stored: bool = False
+
 
 VERSION = 1
-KINDS = ("input", "weight", "activation")
+KINDS = (INPUT, WEIGHT, ACTIVATION)
 
 
 def _dtype(d: Any) -> str:

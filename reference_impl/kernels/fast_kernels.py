@@ -1,6 +1,6 @@
 """The reference autocast's C++ kernels: built once per torch and Python version, loaded on first use.
 
-The kernels at the borrowed Autocast key (:mod:`reference_impl.reference_dispatch`) come
+The kernels at the borrowed Autocast key (:mod:`reference_impl.kernels.reference_dispatch`) come
 in two forms that do the same thing: Python trampolines, and a C++ kernel per op
 (``csrc/fast_kernels.cpp``) that applies a memoized plan of positional casts without
 entering Python, and calls the Python handler (the policy engine) for everything else.
@@ -11,7 +11,7 @@ built (no compiler), or with ``REFERENCE_AUTOCAST_CPP=0``, the Python form is us
 
 This module only builds, loads and reports: :func:`extension` is the loaded module or
 None. The weight-cast cache of the C++ form is the one both forms use once it is loaded
-(:mod:`reference_impl.weight_cache`).
+(:mod:`reference_impl.kernels.weight_cache`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A :class:`~reference_impl.specdiff.SpecDiff` as JSON data or as a Markdown review comment."""
+"""A :class:`~reference_impl.spectools.specdiff.SpecDiff` as JSON data or as a Markdown review comment."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 casts reduce to when they are all it does.
 
 A kernel asks the policy engine once per kind of call. The key holds what
-:func:`reference_impl.policy.decide` may read of the call: the autocast dtype, each
+:func:`reference_impl.engine.policy.decide` may read of the call: the autocast dtype, each
 tensor's dtype and device, every other argument by type and value. Whether a cast
 argument is a weight (requires grad, a leaf, not a view: the weight-cast cache's rule)
 is not in the key: the plan says which casts qualify for the cache
@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from .oracle import caster
-from .policy import CastPlan
-from .signatures import SlotKind, signature
+from ..engine.oracle import caster
+from ..engine.policy import CastPlan
+from ..engine.signatures import SlotKind, signature
 
 MEMO_SIZE = 1024  # plans kept per op; the memo starts over when full
 _dtype_device = operator.attrgetter("dtype", "device")

@@ -12,22 +12,11 @@ import torch
 from autocast_spec.catalog import EntryPoint, OpInfo, Sample
 from autocast_spec.model import Spec
 
-from .dtypes import dtype_of
-from .runtime import (
-    Intercepted,
-    autograd_key_for,
-    device_is_real,
-    intercept,
-    quiet,
-    raw_autocast,
-    tensor_context,
-)
-from .samples import (
-    call_entry_point,
-    call_op,
-    entry_point_sample,
-    materialize,
-)
+from ..engine.dtypes import dtype_of
+from ..harness.calls import Intercepted, autograd_key_for, intercept
+from ..harness.devices import device_is_real, tensor_context
+from ..harness.samples import call_entry_point, call_op, entry_point_sample, materialize
+from ..harness.state import quiet, raw_autocast
 
 
 def devices_of(spec: Spec, op: str) -> list[str]:

@@ -12,7 +12,7 @@ import torch
 
 from autocast_spec.model import Spec
 
-from .torch_registry import dispatch_key, split_op_name
+from ..engine.torch_registry import dispatch_key, split_op_name
 
 REFERENCE_KEY_NAME = "AutocastIPU"
 REFERENCE_KEY = dispatch_key(REFERENCE_KEY_NAME)

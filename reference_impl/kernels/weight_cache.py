@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
+from ..engine.oracle import CastFn, caster, to_dtype
+from ..engine.policy import ArgCast
 from . import fast_kernels
-from .oracle import CastFn, caster, to_dtype
-from .policy import ArgCast
 
 
 class _Cache(threading.local):
@@ -64,7 +64,7 @@ def from_cache(
 
 
 def cached_cast(by_dtype: bool, weight: Callable[[torch.Tensor], bool]) -> CastFn:
-    """The cast callback of :func:`reference_impl.oracle.apply_plan` with the cache on: a cast
+    """The cast callback of :func:`reference_impl.engine.oracle.apply_plan` with the cache on: a cast
     that qualifies (``ArgCast.cacheable``) of a tensor that is a weight (``weight``) comes
     from the cache."""
 

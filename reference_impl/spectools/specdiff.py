@@ -2,7 +2,7 @@
 
 Pure functions: :func:`diff_sides` takes two :class:`Side` values (built by the
 ``diff`` command from a bundled device name, a spec path or a live probe) and
-returns a :class:`SpecDiff`; :mod:`reference_impl.specdiff_render` renders it.
+returns a :class:`SpecDiff`; :mod:`reference_impl.spectools.specdiff_render` renders it.
 Nothing here knows any op or policy: everything compared comes from the sides.
 
 An op a side registers but could not observe the policy of (a live probe's

@@ -14,13 +14,13 @@ Two mechanisms, chosen per device by where its native Autocast key sits:
   see the reference. A kernel asks the dispatch key set of the call whether native
   autocast would have run (the device's Autocast key is there: autocast enabled
   and an argument on the device) and, if not, redispatches untouched. The kernels
-  there are the C++ ones of :mod:`reference_impl.fast_kernels` where they build
+  there are the C++ ones of :mod:`reference_impl.kernels.fast_kernels` where they build
   (memoized plans run in C++; everything else calls the handler, in Python), else
   Python trampolines that call the handler every time.
 * **The native key** (mps, cuda, privateuse1, hpu: keys above the borrowed one, so
   the native kernel would run first). Kernels are registered at the device's own
   Autocast key while a region is open anywhere in the process (:class:`Registration`),
-  as :func:`reference_impl.reference_autocast.kernels_installed` does for the
+  as :func:`reference_impl.kernels.reference_autocast.kernels_installed` does for the
   conformance suite's self-conformance runs.
 
 This module owns both side effects; it knows nothing of policies: the per-op
@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from ..engine.torch_registry import autocast_registrations, op_overload
 from . import fast_kernels, trace
 from .device_kernels import (
     REFERENCE_KEY,
@@ -50,7 +51,6 @@ from .device_kernels import (
     rank,
     same_spec,
 )
-from .torch_registry import autocast_registrations, op_overload
 
 # ---------------------------------------------------------------------------
 # The reference key: registered once, switched per thread

@@ -1,26 +1,22 @@
-"""What the suite, the probe and the checks share at run time.
+"""Calls made from an op's schema, and intercepted below Autocast.
 
-Tensors on a device (real where present, FakeTensors elsewhere), the autocast
-state set directly (``torch.autocast`` refuses absent devices), arguments
-synthesized from an op's schema, and interception of the call that an Autocast
-kernel passes down: a recording kernel at the Autograd key right below Autocast
+Arguments are synthesized for an op's required parameters; a recording kernel at the
+Autograd key right below Autocast records the call an Autocast kernel passes down and
 raises :class:`Intercepted` before any real kernel runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch._dispatch.python import enable_python_dispatcher
-from torch._subclasses.fake_tensor import FakeTensorMode
 
+from ..engine.torch_registry import op_overload, split_op_name
 from .samples import output_tensors
-from .torch_registry import op_overload, split_op_name
 
 
 class Intercepted(Exception):
@@ -42,133 +38,6 @@ class Call:
     def has_dtype_value(self, dtype: torch.dtype) -> bool:
         values = list(self.args) + list(self.kwargs.values())
         return any(v is dtype for v in values)
-
-
-# ---------------------------------------------------------------------------
-# Tensor factories: real on present devices, FakeTensor elsewhere
-# ---------------------------------------------------------------------------
-
-
-def device_is_real(device: str) -> bool:
-    if device == "cpu":
-        return True
-    mod = getattr(torch, device, None)
-    is_available = getattr(mod, "is_available", None)
-    try:
-        return bool(is_available()) if callable(is_available) else False
-    except Exception:
-        return False
-
-
-@contextlib.contextmanager
-def tensor_context(device: str, fake: bool) -> Iterator[None]:
-    if not fake:
-        yield
-        return
-    with FakeTensorMode(allow_non_fake_inputs=True):
-        yield
-
-
-def fake_device_supported(device: str) -> str | None:
-    """None when FakeTensors of ``device`` carry its Autocast key, else the reason."""
-    try:
-        with tensor_context(device, fake=True):
-            t = torch.empty(2, device=device)
-            keys = str(torch._C._dispatch_keys(t))
-    except Exception as e:  # pragma: no cover - depends on the torch build
-        return f"cannot create FakeTensors on {device!r}: {e}"
-    if "Autocast" not in keys:
-        return (
-            f"FakeTensors on {device!r} carry no Autocast dispatch key in this torch build "
-            f"({keys}); the policy cannot be observed without the device"
-        )
-    return None
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """Silence warnings (autocast's "disabled" and dtype warnings, JIT notes) for a block."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-# ---------------------------------------------------------------------------
-# The thread's autocast state: one snapshot, one restore
-# ---------------------------------------------------------------------------
-
-
-def autocast_nesting() -> int:
-    """The autocast nesting depth (torch has only increment/decrement; net effect nil)."""
-    depth = torch.autocast_increment_nesting() - 1
-    torch.autocast_decrement_nesting()
-    return depth
-
-
-@dataclass(frozen=True)
-class AutocastSnapshot:
-    """Enabled flag and dtype per device, the cache flag and the nesting depth."""
-
-    per_device: tuple[tuple[str, bool, torch.dtype], ...]
-    cache_enabled: bool
-    nesting: int
-
-    def differences(self, other: AutocastSnapshot) -> list[str]:
-        out = []
-        for (dev, en_a, dt_a), (_, en_b, dt_b) in zip(self.per_device, other.per_device, strict=True):
-            if en_a != en_b:
-                out.append(f"is_autocast_enabled({dev!r}) {en_a} -> {en_b}")
-            if dt_a != dt_b:
-                out.append(f"get_autocast_dtype({dev!r}) {dt_a} -> {dt_b}")
-        if self.cache_enabled != other.cache_enabled:
-            out.append(f"is_autocast_cache_enabled() {self.cache_enabled} -> {other.cache_enabled}")
-        if self.nesting != other.nesting:
-            out.append(f"autocast nesting depth {self.nesting} -> {other.nesting}")
-        return out
-
-
-def snapshot_autocast(*devices: str) -> AutocastSnapshot:
-    per = tuple((d, bool(torch.is_autocast_enabled(d)), torch.get_autocast_dtype(d)) for d in devices)
-    return AutocastSnapshot(per, bool(torch.is_autocast_cache_enabled()), autocast_nesting())
-
-
-def restore_autocast(s: AutocastSnapshot) -> None:
-    """Put the state back as ``s`` found it; the cast cache is cleared where autocast ends up off."""
-    for dev, enabled, dtype in s.per_device:
-        torch.set_autocast_enabled(dev, enabled)
-        torch.set_autocast_dtype(dev, dtype)
-    torch.set_autocast_cache_enabled(s.cache_enabled)
-    depth = autocast_nesting()
-    while depth > s.nesting:
-        depth = torch.autocast_decrement_nesting()
-    while depth < s.nesting:
-        depth = torch.autocast_increment_nesting()
-    if not any(torch.is_autocast_enabled(dev) for dev, _, _ in s.per_device):
-        torch.clear_autocast_cache()
-
-
-@contextlib.contextmanager
-def autocast_state_kept(*devices: str) -> Iterator[AutocastSnapshot]:
-    """Whatever the block does to the autocast state of ``devices``, it is put back on exit."""
-    before = snapshot_autocast(*devices)
-    try:
-        yield before
-    finally:
-        restore_autocast(before)
-
-
-@contextlib.contextmanager
-def raw_autocast(device: str, dtype: torch.dtype, enabled: bool = True) -> Iterator[None]:
-    """Set the autocast state directly (``torch.autocast`` refuses absent devices)."""
-    with autocast_state_kept(device):
-        torch.set_autocast_enabled(device, enabled)
-        torch.set_autocast_dtype(device, dtype)
-        yield
-
-
-# ---------------------------------------------------------------------------
-# Arguments synthesized from a schema
-# ---------------------------------------------------------------------------
 
 
 _DIMNAME_ARGS = frozenset({"dim", "dims", "names", "outdim"})
@@ -231,11 +100,6 @@ def synthesize_call(op: str, make: Callable[[int], torch.Tensor]) -> tuple[tuple
         else:
             args.append(v)
     return tuple(args), kwargs
-
-
-# ---------------------------------------------------------------------------
-# Interception below Autocast
-# ---------------------------------------------------------------------------
 
 
 def autograd_key_for(dispatch_key: str) -> torch._C.DispatchKey:
