@@ -5,7 +5,7 @@ files a PEP 440 ``torch:`` range, and an entry registered only in some builds of
 release a ``build:`` condition (``cudnn``: only where torch was built with cuDNN, as
 the CUDA wheels are and the CPU wheels are not). Everything here is pure: the
 torch's release, build and operator names arrive as a :class:`TorchFacts` value
-(``reference_impl.torch_registry.installed_torch()`` for the installed one).
+(``reference_impl.engine.torch_registry.installed_torch()`` for the installed one).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def nearest_covered_version(ranges: Iterable[str], version: str) -> str | None:
 class TorchFacts:
     """What a load is told about the torch it reads the spec for (this package never imports torch).
 
-    ``reference_impl.torch_registry.installed_torch()`` gives the installed torch's.
+    ``reference_impl.engine.torch_registry.installed_torch()`` gives the installed torch's.
     Without torch at hand, name the release alone: ``TorchFacts("2.13.0")`` reads no
     ``build:``-conditional entry and checks no op name against a registry.
     """

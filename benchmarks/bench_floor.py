@@ -1,7 +1,7 @@
 """How much of the reference autocast's overhead is the dispatcher's cost of a Python kernel.
 
 The reference autocast's kernels are Python functions the dispatcher calls at the borrowed
-Autocast key (``reference_impl.reference_dispatch``). This benchmark registers, at the same
+Autocast key (``reference_impl.kernels.reference_dispatch``). This benchmark registers, at the same
 key and for the same ops (every op the cpu spec lists that this torch has), a kernel that
 does nothing but call on below the key, switches the key on as a reference region does, and
 times native autocast with and without those kernels on the six Hugging Face models of
@@ -27,9 +27,9 @@ import hf_models
 import torch
 from paired import paired
 
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.reference_dispatch import REFERENCE_KEY, REFERENCE_KEY_NAME
-from reference_impl.torch_registry import op_exists, op_overload, split_op_name
+from reference_impl.engine.torch_registry import op_exists, op_overload, split_op_name
+from reference_impl.kernels.reference_dispatch import REFERENCE_KEY, REFERENCE_KEY_NAME
+from reference_impl.spectools.installed_spec import load_installed_spec
 
 
 def register_passthrough(device: str = "cpu") -> tuple[list[torch.library.Library], int]:

@@ -36,7 +36,7 @@ import torch
 from paired import Paired, empty_region, paired
 
 import reference_impl
-from reference_impl import fast_kernels
+from reference_impl.kernels import fast_kernels
 
 Clock = Callable[[], float]
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 import reference_impl
-from reference_impl import fast_kernels
+from reference_impl.kernels import fast_kernels
 
 
 def _calls() -> dict[str, Callable[[], torch.Tensor]]:

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from reference_impl.installed_spec import load_installed_spec
-from reference_impl.matrix import build_matrix, to_html
+from reference_impl.spectools.installed_spec import load_installed_spec
+from reference_impl.spectools.matrix import build_matrix, to_html
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
