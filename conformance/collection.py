@@ -19,7 +19,7 @@ from reference_impl.harness.state import restore_autocast, snapshot_autocast
 
 from . import registry
 from .kit.case import Case, device_needed
-from .kit.refusal import intercept_only, require_autocast
+from .kit.refusal import intercept_only, kernel_gap, require_autocast
 from .session import TARGET_KEY, target_of
 from .target import Target
 
@@ -85,10 +85,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _device_skip(target: Target, case: Case) -> list[Any]:
     """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent,
-    and the output checks of an op whose kernel cannot run its samples (intercept_only)."""
+    the output checks of an op whose kernel cannot run its samples (intercept_only), and the
+    checks that run a kernel the op catalog declares missing for the dtype (kernel_gaps)."""
     why = device_needed(target, case.op) if case.op and case.category != "registration" else None
     if why is None and registry.needs_output(case):
         why = intercept_only(target, case.op)
+    if why is None and registry.runs_kernel(case):
+        why = kernel_gap(target, case.op, case.dtype)
     return [pytest.mark.skip(reason=why)] if why else []
 
 

@@ -196,6 +196,15 @@ def needs_output(case: Case) -> bool:
     return c is not None and c.needs_output(case)
 
 
+# The categories whose checks run the op's kernel on the backend's real tensors (a kernel gap
+# the op catalog declares for the device and dtype makes them not apply).
+KERNEL_RUNNING = ("op_policy", "numerics", "autograd", "functorch", "promote", "opt_dtype")
+
+
+def runs_kernel(case: Case) -> bool:
+    return case.category in KERNEL_RUNNING
+
+
 _CACHE: dict[tuple[int, str], list[Case]] = {}
 
 

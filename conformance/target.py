@@ -118,10 +118,11 @@ class Target:
                 yield
 
     def describe(self) -> str:
-        mode = "policy-only (FakeTensors)" if self.policy_only else "native kernels"
+        tensors = "policy-only (FakeTensors)" if self.policy_only else "real tensors"
         impl = "reference_impl.autocast" if self.uses_reference else "native autocast"
         return (
-            f"backend {self.device} ({self.dispatch_key}), {impl}, dtypes {', '.join(self.dtypes)}, {mode}, "
+            f"backend {self.device} ({self.dispatch_key}), {impl}, dtypes {', '.join(self.dtypes)}, "
+            f"{tensors}, "
             f"reference on {self.reference_device}, spec for torch {self.spec.torch_version} "
             f"({len(self.spec.files)} files, {self.spec.content_hash[:12]})"
         )

@@ -33,6 +33,7 @@ from reference_impl.harness.state import restore_autocast, snapshot_autocast
 
 from ..kit.case import Case
 from ..kit.intercept import make_sentinel
+from ..kit.state import autocast_fields
 from ..kit.verdict import Observation, expect, one_line
 from ..target import Target
 
@@ -148,7 +149,8 @@ def exception(target: Target, lower: torch.dtype) -> Observation:
     observed: dict[str, str] = {}
 
     def state() -> str:
-        return f"enabled {torch.is_autocast_enabled(d)}, dtype {dtype_name(torch.get_autocast_dtype(d))}"
+        now = autocast_fields(d)
+        return f"enabled {now.enabled}, dtype {now.dtype}"
 
     def propagates(name: str, region: Callable[[], Any], inside: Callable[[], None] = lambda: None) -> None:
         before = state()

@@ -33,6 +33,7 @@ from reference_impl.harness.state import quiet
 
 from ..kit.case import Case
 from ..kit.refusal import require_autocast
+from ..kit.state import autocast_fields
 from ..kit.verdict import Observation
 from ..target import Target
 from .eligibility import other_device
@@ -101,7 +102,8 @@ GENERATORS = {"custom_function": cases}
 
 
 def _state(device: str) -> tuple[bool, str]:
-    return torch.is_autocast_enabled(device), dtype_name(torch.get_autocast_dtype(device))
+    now = autocast_fields(device)
+    return now.enabled, now.dtype
 
 
 def scaled(device: str, cast: torch.dtype | None, log: dict[str, Any], inner: Any = None) -> Any:

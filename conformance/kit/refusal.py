@@ -60,6 +60,17 @@ def intercept_only(target: Target, op: str) -> str | None:
     )
 
 
+def kernel_gap(target: Target, op: str, dtype: str) -> str | None:
+    """Why the backend's kernel cannot run ``op`` under ``dtype`` at all, where the op catalog
+    declares it (``kernel_gaps``): checks that run the kernel do not apply, on every host
+    alike (the verdict must not depend on which CPU the run meets). Policy-only runs no kernel."""
+    info = target.spec.op_info(op) if op else None
+    gap = info.kernel_gap(target.device, dtype) if info is not None and dtype else None
+    if gap is None or target.policy_only:
+        return None
+    return f"{op}: declared kernel gap ({info.loc}): no {target.device} kernel for {dtype}: {gap.reason}"  # type: ignore[union-attr]
+
+
 def autocast_acts(target: Target, lower: torch.dtype) -> str | None:
     """None when the autocast under test really enables on this backend here, else why not."""
     with warnings.catch_warnings(record=True) as w:

@@ -78,13 +78,17 @@ def label(value: Any) -> str:
     return str(value)
 
 
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def one_line(e: BaseException | None) -> str:
     """An exception as one short line: its type and the first line of its message."""
     if e is None:
         return "no error"
-    text = str(e).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(e).__name__}: {first[:300]}"
+    return f"{type(e).__name__}: {first_line(e)[:300]}"
 
 
 def not_applicable(reason: str) -> NoReturn:

@@ -28,7 +28,7 @@ from reference_impl.harness.state import quiet
 from ..kit.case import Case
 from ..kit.inputs import rebuilt
 from ..kit.intercept import call_entry
-from ..kit.refusal import raw_call, refusal
+from ..kit.refusal import kernel_gap, raw_call, refusal
 from ..kit.verdict import Observation, not_applicable, one_line
 from ..target import Target
 from .ops import ModeCase, inputs_of
@@ -112,6 +112,9 @@ def gradients_match(target: Target, gc: GradCase, backend: str) -> Observation:
     the region, and inside a nested autocast(enabled=False)."""
     if target.policy_only:
         not_applicable("--policy-only: torch.compile needs the backend's kernels")
+    gap = kernel_gap(target, gc.op, gc.dtype)
+    if gap:
+        not_applicable(gap)
     lower = dtype_of(gc.dtype)
     eager = gradients(target, gc.op, lower, gc.variant, None)
     if isinstance(eager, str):

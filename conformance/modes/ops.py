@@ -26,7 +26,7 @@ from reference_impl.harness.compare import output_mismatch
 from reference_impl.harness.samples import Materialized, materialize, output_tensors
 
 from ..kit.case import Case
-from ..kit.refusal import intercept_only, raw_call, skip_if_refused
+from ..kit.refusal import intercept_only, kernel_gap, raw_call, skip_if_refused
 from ..kit.verdict import Declaration, Observation, not_applicable, one_line
 from ..target import Target
 from .run import run_in_mode
@@ -114,7 +114,7 @@ def _run(mode: str, target: Target, mc: ModeCase, backend: str) -> Any:
 def matches_eager(target: Target, mc: ModeCase, backend: str) -> Observation:
     if target.policy_only:
         not_applicable("--policy-only: script/trace/compile need the backend's kernels")
-    why = intercept_only(target, mc.op)
+    why = intercept_only(target, mc.op) or kernel_gap(target, mc.op, mc.dtype)
     if why:
         not_applicable(why)
     case = Case("jit", target.device, mc.dtype, op=mc.op, entry=mc.op)

@@ -27,6 +27,8 @@ import torch
 from autocast_spec.model import JitLimitation, Policy, Spec
 from reference_impl.engine.dtypes import dtype_name
 
+from ...kit.verdict import first_line
+
 DEVICE = "cpu"
 LOWER = torch.bfloat16  # the autocast dtype every scenario's region names (CPU's default)
 
@@ -142,12 +144,6 @@ def classify(observed: Outputs, eager: Outputs, dropped: Outputs) -> ScenarioOut
     return ScenarioOutcome("differs", differs=diffs, detail=detail)
 
 
-def first_message(exc: BaseException) -> str:
-    text = str(exc).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
 def run_twice(call: Callable[[], Outputs], eager: Outputs, dropped: Outputs) -> ScenarioOutcome:
     """Call twice: the first call decides ``outcome``; a differing second call sets ``later_calls``."""
     outcomes: list[ScenarioOutcome] = []
@@ -157,7 +153,7 @@ def run_twice(call: Callable[[], Outputs], eager: Outputs, dropped: Outputs) -> 
         except ScenarioBug:
             raise
         except Exception as exc:  # the mode's diagnostic is what we observe
-            outcomes.append(ScenarioOutcome("error", message=first_message(exc), detail=repr(exc)[:500]))
+            outcomes.append(ScenarioOutcome("error", message=first_line(exc), detail=repr(exc)[:500]))
     first, second = outcomes
     later = None if (second.outcome, second.differs) == (first.outcome, first.differs) else second.outcome
     return ScenarioOutcome(
@@ -174,7 +170,7 @@ def raised(fn: Callable[[], Any]) -> ScenarioOutcome:
     try:
         fn()
     except Exception as exc:
-        return ScenarioOutcome("error", message=first_message(exc), detail=repr(exc)[:500])
+        return ScenarioOutcome("error", message=first_line(exc), detail=repr(exc)[:500])
     return ScenarioOutcome("works", detail="no error raised")
 
 
