@@ -2,8 +2,8 @@
 
 Shared by the suite tests, the self-conformance tests, the mutation harness and the
 real-bug harness (:class:`SuiteRun`, :func:`run_injected`: a selection run with a
-deviation installed by a ``-p`` plugin named in an environment variable; the README
-table helpers).
+deviation installed by a ``-p`` plugin named in an environment variable; the helpers of
+the tables in docs/proving.md).
 """
 
 from __future__ import annotations
@@ -133,14 +133,14 @@ def run_injected(selection: Sequence[str], injected: str | None, *, plugin: str,
     return SuiteRun(tuple(selection), injected, p.returncode, results, summary(p), plugin, env_var, reasons)
 
 
-README = ROOT / "README.md"
+# The tables of mutants and real bugs, with the text around them.
+TABLES = ROOT / "docs" / "proving.md"
 
 
-def readme_rows(start: str, end: str, columns: int) -> dict[str, list[str]]:
-    """Rows of the README table between ``start`` and ``end``: first cell's id -> the
+def table_rows(start: str, end: str, columns: int) -> dict[str, list[str]]:
+    """Rows of the docs table between ``start`` and ``end``: first cell's id -> the
     backticked names in the last cell."""
-    text = README.read_text(encoding="utf-8")
-    block = text[text.index(start) : text.index(end)] if start in text and end in text else ""
+    block = table_block(start, end)
     rows = {}
     for line in block.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -149,18 +149,18 @@ def readme_rows(start: str, end: str, columns: int) -> dict[str, list[str]]:
     return rows
 
 
-def readme_block(start: str, end: str) -> str:
+def table_block(start: str, end: str) -> str:
     """The text between the markers (empty when they are missing)."""
-    text = README.read_text(encoding="utf-8")
+    text = TABLES.read_text(encoding="utf-8")
     if start not in text or end not in text:
         return ""
     return text.split(start, 1)[1].split(end, 1)[0]
 
 
-def replace_readme_block(start: str, end: str, body: str) -> None:
-    text = README.read_text(encoding="utf-8")
+def replace_table_block(start: str, end: str, body: str) -> None:
+    text = TABLES.read_text(encoding="utf-8")
     if start not in text or end not in text:
-        raise SystemExit(f"README.md has no {start} ... {end} block to update")
+        raise SystemExit(f"{TABLES.relative_to(ROOT)} has no {start} ... {end} block to update")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
-    README.write_text(f"{head}{start}\n{body}{end}{tail}", encoding="utf-8")
+    TABLES.write_text(f"{head}{start}\n{body}{end}{tail}", encoding="utf-8")

@@ -17,8 +17,8 @@ from conformance.kit.verdict import Observation, expect
 from conformance.modes import ops, scenarios
 from conformance.modes import run as mode_run
 from conformance.modes.scenarios import core as jit_core
+from reference_impl.cli.jit_tables import END, START, extract_block, jit_block
 from reference_impl.cli.list_cmd import device_listing
-from reference_impl.cli.readme_tables import END, START, extract_block, jit_block
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,19 +57,13 @@ def test_list_json_has_jit_limitations(spec: Spec) -> None:
     assert "script-promote-conservative" in cuda_ids
 
 
-def test_generated_table_matches_readme_or_docs(spec: Spec) -> None:
-    """README holds the block once the lead pasted it; until then docs/jit.md must."""
-    readme = ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
-    where = readme
-    if START not in text:
-        where = ROOT / "docs" / "jit.md"
-        text = where.read_text(encoding="utf-8")
-    block = extract_block(text)
+def test_generated_table_matches_the_docs(spec: Spec) -> None:
+    where = ROOT / "docs" / "jit.md"
+    block = extract_block(where.read_text(encoding="utf-8"))
     assert block is not None, f"{where}: no {START} ... {END} block"
     assert block == jit_block(spec), (
         f"{where}: the JIT table is out of date; regenerate with "
-        "'python -m reference_impl.cli.readme_tables' and paste it between the markers"
+        "'python -m reference_impl.cli.jit_tables' and paste it between the markers"
     )
 
 

@@ -2,8 +2,8 @@
 
 Each mutant runs its selection of the suite in a subprocess with the mutant installed
 and must produce test failures (not a crash, a usage error or an empty run); the same
-selection without the mutant must pass and not be empty. The README's table of
-mutants names, for each, tests that killed it: they must still be among the failures.
+selection without the mutant must pass and not be empty. The table of
+mutants in docs/proving.md names, for each, tests that killed it: they must still be among the failures.
 ``tests/conftest.py`` prints ``mutation score: K/N killed`` at the end of the run.
 """
 
@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 from mutation.catalogue import EQUIVALENT, MUTANTS, Mutant, check_catalogue
-from mutation.harness import readme_rows, run, selections, short
+from mutation.harness import run, selections, short, table_rows
 
 pytestmark = pytest.mark.mutation
 
@@ -48,10 +48,11 @@ def test_catalogue() -> None:
         assert not [m.id for m in MUTANTS if m.id.endswith(suffix)], suffix
 
 
-def test_readme_table_lists_every_mutant() -> None:
-    rows = readme_rows()
+def test_the_table_lists_every_mutant() -> None:
+    rows = table_rows()
     assert set(rows) == {m.id for m in MUTANTS}, (
-        "README's mutation table is out of date: run `cd tests && python -m mutation.harness --update-readme`"
+        "docs/proving.md's mutation table is out of date: "
+        "run `cd tests && python -m mutation.harness --update-docs`"
     )
 
 
@@ -66,9 +67,10 @@ def test_mutant_is_killed(mutant: Mutant, record_property: pytest.RecordProperty
     r = run(mutant.selection, mutant.id)
     record_property("killed_by", len(r.failed))
     assert r.killed, f"mutant {mutant.id} survived ({mutant.what}):\n{r.repro()}"
-    named = readme_rows().get(mutant.id, [])
+    named = table_rows().get(mutant.id, [])
     failed = {short(t) for t in r.failed}
     stale = [t for t in named if t not in failed]
     assert not stale, (
-        f"README names {stale} as killing {mutant.id}, but they did not fail; failures: {sorted(failed)}"
+        f"docs/proving.md names {stale} as killing {mutant.id}, but they did not fail; "
+        f"failures: {sorted(failed)}"
     )

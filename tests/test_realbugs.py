@@ -21,8 +21,8 @@ from realbugs.harness import (
     Witness,
     cell,
     deviation_problem,
+    doc_table_rows,
     evaluate,
-    readme_table_rows,
     reported,
     run,
     selections,
@@ -42,16 +42,17 @@ def test_corpus() -> None:
     assert len({e.id.partition("#")[0] for e in ENTRIES}) >= 4, "reports from out-of-tree backends too"
 
 
-def test_readme_table_matches_corpus() -> None:
-    rows = {r[0].strip("`"): r for r in readme_table_rows()}
+def test_the_table_matches_the_corpus() -> None:
+    rows = {r[0].strip("`"): r for r in doc_table_rows()}
     assert set(rows) == {e.id for e in ENTRIES}, (
-        "README's real-bug table is out of date: run `cd tests && python -m realbugs.harness --update-readme`"
+        "docs/proving.md's real-bug table is out of date: "
+        "run `cd tests && python -m realbugs.harness --update-docs`"
     )
     for e in ENTRIES:
         want = [f"`{e.id}`", e.category, e.symptom]
-        assert rows[e.id][:3] == want, f"README row for {e.id}: {rows[e.id][:3]} != {want}"
+        assert rows[e.id][:3] == want, f"docs/proving.md row for {e.id}: {rows[e.id][:3]} != {want}"
         if e.expected != "caught" or e.kind == "uncatchable":
-            assert rows[e.id][3] == cell(None, e), f"README's last cell for {e.id}"
+            assert rows[e.id][3] == cell(None, e), f"docs/proving.md's last cell for {e.id}"
 
 
 def test_noop_replay_is_an_error() -> None:
@@ -87,21 +88,23 @@ def test_real_bug(entry: Entry) -> None:
         assert clean.returncode == 0 and clean.passed, f"the selection fails on this torch:\n{clean.repro()}"
         xfails = reported(entry, clean)
         assert xfails, f"{entry.id}: no test reports known bug {entry.known_bug} (xfail):\n{clean.repro()}"
-        _assert_readme_names(entry, set(xfails))
+        _assert_table_names(entry, set(xfails))
         return
     r = run(entry.selection, entry.id)
     if entry.expected == "missed":
-        assert not r.killed, f"{entry.id} is now caught: set expected: caught and regenerate the README"
+        assert not r.killed, (
+            f"{entry.id} is now caught: set expected: caught and regenerate the table in docs/proving.md"
+        )
         pytest.xfail(f"missed: needs {entry.check}")
     assert r.killed, f"{entry.id} ({entry.symptom}) is not caught:\n{r.repro()}"
-    _assert_readme_names(entry, {short(t) for t in r.failed})
+    _assert_table_names(entry, {short(t) for t in r.failed})
 
 
-def _assert_readme_names(entry: Entry, failed: set[str]) -> None:
-    named = {row[0].strip("`"): row[3] for row in readme_table_rows()}.get(entry.id, "")
+def _assert_table_names(entry: Entry, failed: set[str]) -> None:
+    named = {row[0].strip("`"): row[3] for row in doc_table_rows()}.get(entry.id, "")
     stale = [t for t in named.split("`")[1::2] if t not in failed]
     assert not stale, (
-        f"README names {stale} as catching {entry.id}, but they did not report it: {sorted(failed)}"
+        f"docs/proving.md names {stale} as catching {entry.id}, but they did not report it: {sorted(failed)}"
     )
 
 

@@ -5,7 +5,7 @@ ops picked by construct (no op name is written here): ``by_dtype`` (IPEX), the
 ``cast_only_between`` (IPEX), the ``lower_first_arg`` policy and ``cast_cache: false``
 (the Habana bridge), and
 ``env_overrides`` (the Habana bridge's list files) in the loader. The vendor files
-load only when named, and the generated matrix blocks are what README.md and
+load only when named, and the generated matrix blocks are what docs/spec.md and
 docs/spec-diff.md hold. The policy-only suite against each vendor spec with
 ``--implementation reference`` runs in ``test_policy_only_suite_passes`` (slow).
 """
@@ -26,7 +26,7 @@ from autocast_spec.files import vendor_spec_dir
 from autocast_spec.model import DeviceSpec, Policy, Spec
 from autocast_spec.problems import SpecError
 from reference_impl.cli import diff as diff_cmd
-from reference_impl.cli.vendor_tables import DOCS_MARKERS, README_MARKERS, between, docs_block, readme_block
+from reference_impl.cli.vendor_tables import DOCS_MARKERS, SUMMARY_MARKERS, between, docs_block, summary_block
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.policy import AutocastState, CastPlan, casts_between, decide
 from reference_impl.harness.samples import materialize
@@ -214,7 +214,7 @@ def test_vendor_specs_load_only_when_named(spec: Spec) -> None:
 
 @pytest.mark.parametrize(
     ("path", "markers", "make"),
-    [("README.md", README_MARKERS, readme_block), ("docs/spec-diff.md", DOCS_MARKERS, docs_block)],
+    [("docs/spec.md", SUMMARY_MARKERS, summary_block), ("docs/spec-diff.md", DOCS_MARKERS, docs_block)],
 )
 def test_generated_matrix_is_current(path: str, markers: tuple[str, str], make, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     for f in vendor_files():

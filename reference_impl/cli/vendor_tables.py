@@ -1,9 +1,9 @@
-"""The vendor matrix blocks of README.md and docs/spec-diff.md.
+"""The vendor matrix blocks of docs/spec.md and docs/spec-diff.md.
 
-``python -m reference_impl.cli.vendor_tables`` prints the README block (ops per policy and
-the device-wide rules, per backend), ``--ops`` the docs block (every op the backends do
-not list alike); each goes between its markers, and ``tests/test_vendor_specs.py``
-checks that the files hold exactly this.
+``python -m reference_impl.cli.vendor_tables`` prints the summary block of docs/spec.md (ops
+per policy and the device-wide rules, per backend), ``--ops`` the block of docs/spec-diff.md
+(every op the backends do not list alike); each goes between its markers, and
+``tests/test_vendor_specs.py`` checks that the files hold exactly this.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 
 from ..spectools.vendor_matrix import block, columns, counts_table, ops_table
 
-README_MARKERS = ("<!-- vendor-matrix:start -->", "<!-- vendor-matrix:end -->")
+SUMMARY_MARKERS = ("<!-- vendor-matrix:start -->", "<!-- vendor-matrix:end -->")
 DOCS_MARKERS = ("<!-- vendor-ops:start -->", "<!-- vendor-ops:end -->")
 
 
@@ -23,7 +23,7 @@ def between(text: str, markers: tuple[str, str]) -> str | None:
     return m.group(1) if m else None
 
 
-def readme_block(torch_version: str) -> str:
+def summary_block(torch_version: str) -> str:
     return block(counts_table(columns(torch_version)), torch_version, "")
 
 
@@ -33,14 +33,14 @@ def docs_block(torch_version: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    version = "2.13"  # the release the README's figures describe (the pinned torch)
-    start, end = DOCS_MARKERS if "--ops" in args else README_MARKERS
-    text = docs_block(version) if "--ops" in args else readme_block(version)
+    version = "2.13"  # the release the docs' figures describe (the pinned torch)
+    start, end = DOCS_MARKERS if "--ops" in args else SUMMARY_MARKERS
+    text = docs_block(version) if "--ops" in args else summary_block(version)
     sys.stdout.write(f"{start}\n{text}{end}\n")
     return 0
 
 
-__all__ = ["DOCS_MARKERS", "README_MARKERS", "between", "docs_block", "main", "readme_block"]
+__all__ = ["DOCS_MARKERS", "SUMMARY_MARKERS", "between", "docs_block", "main", "summary_block"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 ``python -m mutation.harness`` (with ``tests/`` on ``PYTHONPATH``; ``-j N`` runs N at
 a time) runs every mutant and its unmutated selection, prints the table of mutants
-and the tests that killed each (Markdown, as in the README), and
+and the tests that killed each (Markdown, as in docs/proving.md), and
 ``mutation score: K/N killed``; it exits 1 unless every mutant is killed and every
 unmutated selection passes.
 """
@@ -15,13 +15,13 @@ import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from suite_runs import SuiteRun, replace_readme_block, run_injected, short
-from suite_runs import readme_rows as _readme_rows
+from suite_runs import SuiteRun, replace_table_block, run_injected, short
+from suite_runs import table_rows as _table_rows
 
 from .catalogue import MUTANTS, Mutant
 from .plugin import ENV
 
-__all__ = ["SuiteRun", "readme_rows", "run", "selections", "short", "table"]
+__all__ = ["SuiteRun", "run", "selections", "short", "table", "table_rows"]
 
 run = functools.partial(run_injected, plugin="mutation.plugin", env_var=ENV)
 
@@ -53,14 +53,14 @@ def table(runs: dict[str, SuiteRun], mutants: Iterable[Mutant] = MUTANTS, limit:
 START, END = "<!-- mutation-table:start -->", "<!-- mutation-table:end -->"
 
 
-def readme_rows() -> dict[str, list[str]]:
-    """Mutant id -> the killing tests the README names for it."""
-    return _readme_rows(START, END, 4)
+def table_rows() -> dict[str, list[str]]:
+    """Mutant id -> the killing tests docs/proving.md names for it."""
+    return _table_rows(START, END, 4)
 
 
-def update_readme(runs: dict[str, SuiteRun]) -> None:
+def update_docs(runs: dict[str, SuiteRun]) -> None:
     killed = sum(1 for r in runs.values() if r.killed)
-    replace_readme_block(START, END, f"{table(runs)}\n\nmutation score: {killed}/{len(runs)} killed\n")
+    replace_table_block(START, END, f"{table(runs)}\n\nmutation score: {killed}/{len(runs)} killed\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2, help="suite runs at a time (default 2)")
     ap.add_argument("ids", nargs="*", help="mutant ids (default: all)")
     ap.add_argument(
-        "--update-readme", action="store_true", help="rewrite README.md's mutation table (all mutants only)"
+        "--update-docs",
+        action="store_true",
+        help="rewrite the mutation table in docs/proving.md (all mutants only)",
     )
     a = ap.parse_args(argv)
     chosen = [m for m in MUTANTS if not a.ids or m.id in a.ids]
@@ -80,10 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             zip((m.id for m in chosen), pool.map(lambda m: run(m.selection, m.id), chosen), strict=True)
         )
     print(table(runs, chosen))
-    if a.update_readme:
+    if a.update_docs:
         if a.ids:
-            raise SystemExit("--update-readme needs the whole catalogue: give no mutant ids")
-        update_readme(runs)
+            raise SystemExit("--update-docs needs the whole catalogue: give no mutant ids")
+        update_docs(runs)
     bad_base = [s for s, r in base.items() if r.returncode != 0 or not r.passed]
     for s in bad_base:
         print(f"unmutated selection does not pass: {' '.join(s)}\n{base[s].tail}", file=sys.stderr)

@@ -7,7 +7,7 @@ corpus records), (b) the entry's suite selection fails with the replay (exit 1 w
 failures) or, for a bug the installed torch has, the clean run reports the spec's declared
 known bug (tests xfailed with the reason ``known bug <id> ...``, the id the entry's
 ``known_bug`` names), (c) the same selection passes without it (one clean run per
-distinct selection). It prints the table (Markdown, as in the README) and
+distinct selection). It prints the table (Markdown, as in docs/proving.md) and
 ``real bugs caught: K/N``, and exits 1 on an error (a replay that changes nothing, a
 clean run that fails) or an entry whose outcome differs from its ``expected``.
 """
@@ -27,11 +27,11 @@ from typing import Any
 from suite_runs import (
     ROOT,
     SuiteRun,
-    readme_block,
-    replace_readme_block,
+    replace_table_block,
     run_injected,
     short,
     summary,
+    table_block,
     with_tests_on_path,
 )
 
@@ -161,9 +161,9 @@ def block(outcomes: dict[str, Outcome]) -> str:
     return f"{table(outcomes)}\n\n{score_line(outcomes.values())}\n"
 
 
-def readme_table_rows() -> list[list[str]]:
-    """The README block's table rows, as cells."""
-    lines = [ln for ln in readme_block(START, END).splitlines() if ln.startswith("| `")]
+def doc_table_rows() -> list[list[str]]:
+    """The table rows of docs/proving.md's block, as cells."""
+    lines = [ln for ln in table_block(START, END).splitlines() if ln.startswith("| `")]
     return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
 
 
@@ -196,7 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2, help="subprocesses at a time (default 2)")
     ap.add_argument("ids", nargs="*", help="entry ids (default: all)")
     ap.add_argument(
-        "--update-readme", action="store_true", help="rewrite README.md's table (all entries only)"
+        "--update-docs",
+        action="store_true",
+        help="rewrite the real-bug table in docs/proving.md (all entries only)",
     )
     a = ap.parse_args(argv)
     chosen = [e for e in ENTRIES if not a.ids or e.id in a.ids]
@@ -209,10 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{o.entry.id}: {o.status}, corpus expects {o.entry.expected}", file=sys.stderr)
         elif o.status == "missed":
             print(f"missed {o.entry.id}: needs {o.entry.check}")
-    if a.update_readme:
+    if a.update_docs:
         if a.ids:
-            raise SystemExit("--update-readme needs the whole corpus: give no ids")
-        replace_readme_block(START, END, block(outcomes))
+            raise SystemExit("--update-docs needs the whole corpus: give no ids")
+        replace_table_block(START, END, block(outcomes))
     print(score_line(outcomes.values()))
     k, n = score(outcomes.values())
     return 0 if k == n and all(o.as_expected for o in outcomes.values()) else 1

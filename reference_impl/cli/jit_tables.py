@@ -1,8 +1,8 @@
-"""Markdown tables of the JIT/compiler data in the spec (for README and docs/jit.md).
+"""Markdown tables of the JIT/compiler data in the spec (for docs/jit.md).
 
-``python -m reference_impl.cli.readme_tables`` prints the block that goes between
+``python -m reference_impl.cli.jit_tables`` prints the block that goes between
 ``<!-- jit-table:start -->`` and ``<!-- jit-table:end -->``; ``tests/test_jit_spec.py``
-checks that the README (or, until the lead pastes it, docs/jit.md) holds exactly this.
+checks that docs/jit.md holds exactly this.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def modes_table(spec: Spec) -> str:
 def jit_block(spec: Spec) -> str:
     """Everything between the markers (markers excluded), ending with a newline."""
     return (
-        "Generated from `spec/jit.yaml` by `python -m reference_impl.cli.readme_tables`; "
+        "Generated from `spec/jit.yaml` by `python -m reference_impl.cli.jit_tables`; "
         "do not edit by hand.\n\n" + limitations_table(spec) + "\n\n" + modes_table(spec) + "\n"
     )
 
