@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from hf_helpers import HF_MODELS, hf_models
+from helpers.hf_helpers import HF_MODELS, hf_models
 from torch import nn
 
 import reference_impl

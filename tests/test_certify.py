@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from certify_helpers import REPO, Run, certification, finish, pytest_cmd, results, run, start, verify
+from helpers.certify_helpers import REPO, Run, certification, finish, pytest_cmd, results, run, start, verify
 
 from autocast_spec.problems import SpecError
 from conformance.certify import bundle as B

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from suite_runs import outcomes, run_suite, summary
+from helpers.suite_runs import outcomes, run_suite, summary
 
 from conformance.kit.case import sentinel_op
 from conformance.target import Options, resolve_target

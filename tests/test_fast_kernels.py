@@ -21,7 +21,7 @@ from types import ModuleType
 import pytest
 import torch
 import torch.nn.functional as F
-from mixed_calls import mixed_calls
+from helpers.mixed_calls import mixed_calls
 
 import reference_impl
 from autocast_spec.model import Spec

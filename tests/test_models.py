@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from hf_helpers import HF_MODELS, hf_models
+from helpers.hf_helpers import HF_MODELS, hf_models
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 

@@ -17,7 +17,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary
+from helpers.suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary
 
 OP = "aten::mm"
 MODES = ("script", "trace", "compile")

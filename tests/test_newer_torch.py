@@ -1,6 +1,6 @@
 """A torch newer than the spec: the suite runs against the nearest covered release.
 
-Simulated by reporting the installed torch as 2.99.0 (``-p simulate_torch_version``):
+Simulated by reporting the installed torch as 2.99.0 (``-p helpers.simulate_torch_version``):
 the spec covers up to 2.15, so the suite reads the 2.15 spec, says so in one header
 line, skips what the 2.15 spec lists but this torch lacks as "not in this torch", and
 fails the registration test, with the command to probe, for the Autocast kernels this
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary, with_tests_on_path
+from helpers.suite_runs import ROOT, outcomes, run_suite, skip_reasons, summary, with_tests_on_path
 
 from autocast_spec.versions import nearest_covered_version
 from reference_impl.engine.torch_registry import autocast_registrations, op_exists
@@ -47,7 +47,7 @@ def test_runs_against_the_nearest_covered_spec(tmp_path: Path, nearest: str) -> 
         "--backend",
         "cpu",
         "-p",
-        "simulate_torch_version",
+        "helpers.simulate_torch_version",
         "-m",
         "registration",
         f"--junitxml={xml}",
@@ -74,7 +74,7 @@ def test_a_probed_spec_runs_as_it_comes(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import simulate_torch_version, sys; from conformance.cli import main; "
+            "import helpers.simulate_torch_version, sys; from conformance.cli import main; "
             f"sys.exit(main(['probe', '--device', 'cpu', '-o', {str(probed)!r}]))",
         ],
         cwd=ROOT,
@@ -92,7 +92,7 @@ def test_a_probed_spec_runs_as_it_comes(tmp_path: Path) -> None:
         "--spec",
         str(probed),
         "-p",
-        "simulate_torch_version",
+        "helpers.simulate_torch_version",
         "-m",
         "registration or op_policy",
         f"--junitxml={xml}",

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
+from helpers.suite_runs import SuiteRun, short
 from realbugs.corpus import CATEGORIES, ENTRIES, Entry, check_corpus
 from realbugs.harness import (
     Witness,
@@ -28,7 +29,6 @@ from realbugs.harness import (
     selections,
     witness,
 )
-from suite_runs import SuiteRun, short
 
 pytestmark = pytest.mark.realbugs
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from mixed_calls import mixed_calls
+from helpers.mixed_calls import mixed_calls
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import reference_impl

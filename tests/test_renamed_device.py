@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from suite_runs import TESTS, run_suite, summary, with_tests_on_path
+from helpers.suite_runs import TESTS, run_suite, summary, with_tests_on_path
 
 from reference_impl.spectools.installed_spec import load_installed_spec
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from suite_runs import outcomes, run_suite, skip_reasons, summary
+from helpers.suite_runs import outcomes, run_suite, skip_reasons, summary
 
 # Natively, torch.autocast("cuda") disables itself where there is no GPU, so the context
 # tests skip; the reference has no availability check and runs them (on FakeTensors).

@@ -1,6 +1,6 @@
 """The spec package runs without torch: it imports, loads and validates the bundled spec.
 
-``tests/torch_free_load.py`` runs in a subprocess where importing torch raises
+``tests/helpers/torch_free_load.py`` runs in a subprocess where importing torch raises
 ImportError, and reports which top-level modules ``autocast_spec`` pulled in. Allowed:
 the standard library, PyYAML, jsonschema, packaging, and what those three need (read
 from their installed metadata). Torch's facts reach the loader as data
@@ -30,7 +30,7 @@ from autocast_spec.versions import TorchFacts
 from reference_impl.engine.torch_registry import all_op_names
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBE = ROOT / "tests" / "torch_free_load.py"
+PROBE = ROOT / "tests" / "helpers" / "torch_free_load.py"
 SPEC_DEPENDENCIES = ("PyYAML", "jsonschema", "packaging")  # pyproject's, besides torch
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from certify_helpers import (
+from helpers.certify_helpers import (
     REPO,
     Run,
     certification,

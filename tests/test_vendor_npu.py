@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from certify_helpers import (
+from helpers.certify_helpers import (
     VENDOR_DIR,
     Run,
     certification,

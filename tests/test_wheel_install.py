@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from certify_helpers import REPO, run
+from helpers.certify_helpers import REPO, run
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from suite_runs import suite_selection
+from helpers.suite_runs import suite_selection
 
 from autocast_spec.model import Policy
 

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from suite_runs import SuiteRun, replace_table_block, run_injected, short
-from suite_runs import table_rows as _table_rows
+from helpers.suite_runs import SuiteRun, replace_table_block, run_injected, short
+from helpers.suite_runs import table_rows as _table_rows
 
 from .catalogue import MUTANTS, Mutant
 from .plugin import ENV

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from helpers.suite_runs import ROOT, suite_selection
 from mutation.catalogue import OP_FILES, op_keyword
-from suite_runs import ROOT, suite_selection
 
 CORPUS = Path(__file__).with_name("corpus.yaml")
 EXPECTED = ("caught", "missed")
@@ -40,8 +40,8 @@ class Entry:
     replayed_on: str  # the backend the replay or witness runs on
     category: str
     symptom: str
-    replay: str | None = None  # a function in replays.py or replays_more.py
-    witness: str | None = None  # a function in witnesses.py or witnesses_more.py
+    replay: str | None = None  # a @replay function of a kind module (realbugs.registry.KINDS)
+    witness: str | None = None  # a @witness function of a kind module
     present: Any = None  # the witness's result on the installed torch, when torch still has it
     uncatchable: str | None = None  # why no suite run can see it
     options: tuple[str, ...] = ()
@@ -102,8 +102,9 @@ def spec_known_bugs() -> set[str]:
 
 def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
     """Problems with the corpus (empty: fine)."""
-    from .replays import REPLAYS
-    from .witnesses import WITNESSES
+    from .registry import registered
+
+    REPLAYS, WITNESSES = registered()
 
     problems = []
     if len({e.id for e in entries}) != len(entries):
@@ -119,9 +120,9 @@ def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
                 problems.append(f"{where} an uncatchable entry has no replay, witness or selection")
             continue
         if e.witness not in WITNESSES:
-            problems.append(f"{where} witness {e.witness!r} is not in witnesses.py or witnesses_more.py")
+            problems.append(f"{where} witness {e.witness!r} is not a witness (realbugs.registry.KINDS)")
         if e.kind == "replay" and e.replay not in REPLAYS:
-            problems.append(f"{where} replay {e.replay!r} is not in replays.py or replays_more.py")
+            problems.append(f"{where} replay {e.replay!r} is not a replay (realbugs.registry.KINDS)")
         if e.kind == "present" and e.present is None:
             problems.append(f"{where} needs a replay, or present: (what the installed torch shows)")
         if e.expected not in EXPECTED:

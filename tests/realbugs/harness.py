@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from suite_runs import (
+from helpers.suite_runs import (
     ROOT,
     SuiteRun,
     replace_table_block,
@@ -69,7 +69,7 @@ def deviation_problem(entry: Entry, p: Witness) -> str | None:
     if entry.kind == "present" and p.clean != entry.present:
         return (
             f"the installed torch no longer shows it: witness gives {p.clean!r}, the corpus records "
-            f"{entry.present!r}; write a replay (replays.py) and drop present:"
+            f"{entry.present!r}; write a replay (a kind module, realbugs.registry.KINDS) and drop present:"
         )
     return None
 

@@ -19,7 +19,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not name:
         return
     from .corpus import BY_ID
-    from .replays import REPLAYS
+    from .registry import registered
+
+    REPLAYS, _ = registered()
 
     entry = BY_ID.get(name)
     if entry is None or entry.replay is None:

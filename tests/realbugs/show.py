@@ -15,8 +15,9 @@ def observe(entry_id: str) -> dict[str, object]:
     import torch
 
     from .corpus import BY_ID
-    from .replays import REPLAYS
-    from .witnesses import WITNESSES
+    from .registry import registered
+
+    REPLAYS, WITNESSES = registered()
 
     entry = BY_ID[entry_id]
     assert entry.witness is not None, f"{entry_id} has no witness"

@@ -10,7 +10,7 @@ import pytest
 
 # benchmarks/hf_models.py's models; its MODELS must list the same names (checked on import).
 HF_MODELS = ("bert", "gpt2", "llama", "t5", "vit", "convnext")
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def hf_models() -> ModuleType:

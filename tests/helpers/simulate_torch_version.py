@@ -1,4 +1,4 @@
-"""Make the installed torch report another release (``-p simulate_torch_version``).
+"""Make the installed torch report another release (``-p helpers.simulate_torch_version``).
 
 Loaded as a pytest plugin, or imported, it sets ``torch.__version__`` to
 ``$SIMULATED_TORCH_VERSION`` (default 2.99.0): a torch the bundled spec does not

@@ -1,6 +1,6 @@
 """The spec package with torch unimportable: import it, load and validate the bundled spec.
 
-Run by tests/test_spec_torch_free.py as ``PYTHONPATH=ROOT python tests/torch_free_load.py``
+Run by tests/test_spec_torch_free.py as ``PYTHONPATH=ROOT python tests/helpers/torch_free_load.py``
 (ROOT holds ``autocast_spec/`` and ``spec/``). Every import of ``torch`` raises
 ImportError. Prints one JSON object: where ``autocast_spec`` came from, the top-level
 modules importing it and loading the spec added to ``sys.modules``, a summary of the
