@@ -22,7 +22,7 @@ UNLISTED = "unlisted"  # the policy part of the id of an op the spec does not li
 
 def cases(target: Target) -> list[Case]:
     registered = autocast_registrations(target.dispatch_key)
-    ops = sorted(set(target.device_spec.ops) | registered)
+    ops = sorted(op for op in set(target.device_spec.ops) | registered if target.selects(op))
     return [
         Case("registration", target.device, "", str(target.device_spec.policy_of(op) or UNLISTED), op)
         for op in ops
