@@ -102,6 +102,8 @@ class DeviceSpec:
     env_overrides: tuple[EnvOverride, ...] = ()
     provenance: Mapping[str, Any] = field(default_factory=frozen_map)  # out-of-tree specs: where read
     notes: tuple[str, ...] = ()  # what the load did that the files do not say (env overrides applied)
+    # ops registered on the key whose policy a generated spec (probe, extract) could not read: op -> why
+    not_observed: Mapping[str, str] = field(default_factory=frozen_map)
 
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)

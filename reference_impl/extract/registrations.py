@@ -19,6 +19,7 @@ from .forms import Form, FormError, device_of_key, impl_call, is_registration_ma
 from .lexer import Token, spell, string_value
 from .macros import collect_args
 from .preprocess import Problem, Unit
+from .statements import ordinary_statement
 
 _RAISES = {"AT_ERROR": 0, "TORCH_CHECK": 1, "TORCH_CHECK_NOT_IMPLEMENTED": 1, "TORCH_INTERNAL_ASSERT": 1}
 _MACRO_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -144,24 +145,41 @@ class _Block:
                 p += 1
                 continue
             if t.kind == "id" and nxt == "(" and is_registration_macro(t.text):
-                got = collect_args(body, p + 1)
-                end = got[1] if got else len(body)
-                if got is not None:
-                    try:
-                        self.record(kernel_macro(t.text, got[0], t), body[p:end], t)
-                    except FormError as e:
-                        self.problem(e.at, f"{e.message}: {_text(body[p:end])}")
+                got = self.call(body, p, p + 1, t.text)
+                if got is None:
+                    return
+                end = got[1]
+                try:
+                    self.record(kernel_macro(t.text, got[0], t), body[p:end], t)
+                except FormError as e:
+                    self.problem(e.at, f"{e.message}: {_text(body[p:end])}")
                 p = end
                 continue
             call = body[p + 2].text if p + 3 < len(body) and body[p + 3].text == "(" else ""
             if t.text == self.var and nxt == "." and call in ("impl", "fallback"):
-                got = collect_args(body, p + 3)
-                end = got[1] if got else len(body)
-                if got is not None:
-                    self.method(call, got[0], body[p:end], t)
+                got = self.call(body, p, p + 3, f"{self.var}.{call}")
+                if got is None:
+                    return
+                end = got[1]
+                self.method(call, got[0], body[p:end], t)
                 p = end
                 continue
-            p = self.not_understood(body, p)
+            skip = ordinary_statement(body, p, self.var)
+            p = skip if skip is not None else self.not_understood(body, p)
+
+    def call(
+        self, body: list[Token], start: int, open_at: int, name: str
+    ) -> tuple[list[list[Token]], int] | None:
+        """The arguments of the call at ``start`` whose '(' is at ``open_at``; None (a problem) when
+        its ')' is missing: what follows cannot be read as statements."""
+        got = collect_args(body, open_at)
+        if got is None:
+            self.problem(
+                body[start],
+                f"unbalanced call: {name}( has no closing ')' before the block ends "
+                f"(the registrations after it are not read): {_text(body[start : open_at + 6])}",
+            )
+        return got
 
     def not_understood(self, body: list[Token], p: int) -> int:
         t = body[p]
@@ -217,6 +235,12 @@ class _Block:
         where, conds = form.where or at.where, _conds(stmt)
         if form.fallthrough:
             self.add(Registration(self.key, form.op, None, where, conds, fallthrough=True))
+        elif form.unreadable is not None:
+            self.add(
+                Registration(
+                    self.key, form.op, None, where, conds, reason=f"{form.unreadable}; no policy to read"
+                )
+            )
         elif form.kernel is None:
             self.add(Registration(self.key, form.op, form.policy, where, conds))
         else:
@@ -257,6 +281,16 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
             i = end
             continue
         body = _braced(toks, end)
+        if end + len(body) + 1 >= len(toks):
+            spelled = ", ".join(spell(a) for a in args)
+            found.problems.append(
+                Problem(
+                    toks[end].where,
+                    f"unterminated block: TORCH_LIBRARY_IMPL({spelled}) {{ has no closing '}}' "
+                    "before the end of the file",
+                )
+            )
+            return
         i = end + len(body) + 2
         names = [a[0].text if len(a) == 1 else None for a in args]
         if len(names) != 3 or None in names:
