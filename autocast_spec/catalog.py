@@ -74,6 +74,7 @@ class KernelGap:
     device: str
     dtype: str
     reason: str
+    source: str = ""  # its public link, or that none exists and the release it was seen on
 
 
 @dataclass(frozen=True)

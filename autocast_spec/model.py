@@ -225,6 +225,9 @@ class Divergence:
     reason: str
     inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
     condition: str | None = None  # what the divergence depends on (the host, a library), in words
+    source: str = (
+        ""  # its public link, or where it was seen (a mode divergence; a limitation cites for its own)
+    )
 
     def observed_under(self, dtype: str) -> str:
         """``observed`` for autocast to ``dtype``: each ``lower`` stands for that dtype."""
