@@ -258,3 +258,24 @@ def test_new_thread_sees_defaults_natively() -> None:
         t.start()
         t.join()
     assert seen == [False]
+
+
+def test_no_argument_query_check_names_torch_bug(cpu: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """context.no_argument_query: on torch 2.13 the no-argument is_autocast_enabled() ignores
+    the cpu region (pytorch#191796): reported xfail through its known bug; undeclared, it fails;
+    with a query that answers for the region the device opened, it passes."""
+    from conformance.categories import context
+    from conformance.kit.verdict import expect
+
+    lower = torch.bfloat16
+    declared = [b for b in cpu.spec.rules.known_bugs if b.check == context.NO_ARGUMENT_QUERY]
+    assert declared and "191796" in declared[0].source, declared
+    with pytest.raises(pytest.xfail.Exception, match="191796"):
+        expect(cpu, context.no_argument_query(cpu, lower))
+    bare = with_rules(cpu, known_bugs=tuple(b for b in cpu.spec.rules.known_bugs if b not in declared))
+    with pytest.raises(pytest.fail.Exception, match="inside False"):
+        expect(bare, context.no_argument_query(bare, lower))
+    # a torch whose no-argument form answers for the device of the open region
+    own = torch.is_autocast_enabled
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device=None: own(device or cpu.device))
+    expect(bare, context.no_argument_query(bare, lower))
