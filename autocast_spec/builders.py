@@ -37,6 +37,7 @@ def _build_arg(value: Any) -> Arg:
                 dtype=value.get("dtype", "float"),
                 domain=value.get("domain", "normal"),
                 requires_grad=bool(value.get("requires_grad", False)),
+                constant=bool(value.get("constant", False)),
             )
         return DtypeArg(value["scalar_type"])
     return Literal(value)
@@ -90,6 +91,7 @@ def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
                 for g in d.get("kernel_gaps", [])
                 if app.admits(g)
             ),
+            no_derivative=d.get("no_derivative", ""),
             note=d.get("note", ""),
         )
     return out

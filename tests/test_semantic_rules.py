@@ -279,3 +279,25 @@ def test_no_argument_query_check_names_torch_bug(cpu: Target, monkeypatch: pytes
     own = torch.is_autocast_enabled
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device=None: own(device or cpu.device))
     expect(bare, context.no_argument_query(bare, lower))
+
+
+@pytest.mark.parametrize("op", ["aten::geqrf", "aten::mm"])
+def test_no_derivative_declaration_must_match_the_backward(cpu: Target, op: str) -> None:
+    """autograd: an op the catalog declares without a derivative is skipped with the reason; the
+    declaration taken away (geqrf) or put on an op whose backward runs (mm), the check fails."""
+    from conformance.categories import autograd
+    from conformance.kit.verdict import expect
+
+    case = next(c for c in autograd.cases(cpu) if c.op == op)
+    info = cpu.spec.ops[op]
+    declared = bool(info.no_derivative)
+    assert declared is (op == "aten::geqrf"), info
+    if declared:
+        with pytest.raises(pytest.skip.Exception, match="no derivative"):
+            expect(cpu, autograd.grad_dtypes(cpu, case))
+    else:
+        expect(cpu, autograd.grad_dtypes(cpu, case))
+    flipped = replace(info, no_derivative="" if declared else "planted: no derivative")
+    other = replace(cpu, spec=replace(cpu.spec, ops={**cpu.spec.ops, op: flipped}))
+    with pytest.raises(pytest.fail.Exception, match="backward"):
+        expect(other, autograd.grad_dtypes(other, case))
