@@ -263,6 +263,28 @@ class _Block:
         self.found.registrations.append(r)
 
 
+def _wrapped_block(toks: list[Token], i: int, found: Found) -> bool:
+    """``IPEX_TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) { ... }``: a block opened through a macro of
+    the sources' own that no file read defines as ``TORCH_LIBRARY_IMPL``: a problem (its
+    registrations would be lost), True. Any other use of such a name: False."""
+    got = collect_args(toks, i + 1) if i + 1 < len(toks) and toks[i + 1].text == "(" else None
+    if got is None or got[1] >= len(toks) or toks[got[1]].text != "{":
+        return False
+    spelled = ", ".join(spell(a) for a in got[0])
+    if "Autocast" not in spelled:
+        return False
+    name = toks[i].text
+    found.problems.append(
+        Problem(
+            toks[i].where,
+            f"{name}({spelled}) {{ ... }}: a registration block opened through {name}, not "
+            f"TORCH_LIBRARY_IMPL, and no file read defines it as TORCH_LIBRARY_IMPL; its registrations "
+            "are not read (pass the file that defines it, or read the block by hand)",
+        )
+    )
+    return True
+
+
 def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
     """Add the Autocast registrations of ``unit`` to ``found``."""
     toks = unit.tokens
@@ -270,6 +292,8 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
     while i < len(toks):
         t = toks[i]
         if t.text != "TORCH_LIBRARY_IMPL" or i + 1 >= len(toks) or toks[i + 1].text != "(":
+            if t.kind == "id" and t.text.endswith("TORCH_LIBRARY_IMPL") and _wrapped_block(toks, i, found):
+                return
             i += 1
             continue
         got = collect_args(toks, i + 1)
