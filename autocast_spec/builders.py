@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .catalog import Arg, DtypeArg, EntryPoint, KernelGap, ListArg, Literal, OpInfo, Sample, TensorArg
-from .common import SourceLoc, Tolerance, frozen_map
+from .common import SourceLoc, Tolerance, cited, frozen_map
 from .model import (
     CacheRule,
     ContextRules,
@@ -37,6 +37,7 @@ def _build_arg(value: Any) -> Arg:
                 dtype=value.get("dtype", "float"),
                 domain=value.get("domain", "normal"),
                 requires_grad=bool(value.get("requires_grad", False)),
+                constant=bool(value.get("constant", False)),
             )
         return DtypeArg(value["scalar_type"])
     return Literal(value)
@@ -56,14 +57,8 @@ def _tolerances(d: Mapping[str, Any] | None) -> Mapping[str, Tolerance]:
 
 
 def _functorch_gaps(gaps: Mapping[str, Any], app: Applicability) -> Mapping[str, str]:
-    """transform -> why, for the gaps of this torch release (a string: every release)."""
-    return frozen_map(
-        {
-            k: v if isinstance(v, str) else v["reason"]
-            for k, v in gaps.items()
-            if isinstance(v, str) or app.admits(v)
-        }
-    )
+    """transform -> why (with its source), for the gaps of this torch release."""
+    return frozen_map({k: f"{v['reason']} ({cited(v)})" for k, v in gaps.items() if app.admits(v)})
 
 
 def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
@@ -92,10 +87,11 @@ def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
             functorch_gaps=_functorch_gaps(d.get("functorch_gaps", {}), app),
             scratch_outputs=tuple(d.get("scratch_outputs", [])),
             kernel_gaps=tuple(
-                KernelGap(g["device"], g["dtype"], g["reason"])
+                KernelGap(g["device"], g["dtype"], g["reason"], cited(g))
                 for g in d.get("kernel_gaps", [])
                 if app.admits(g)
             ),
+            no_derivative=d.get("no_derivative", ""),
             note=d.get("note", ""),
         )
     return out
@@ -108,7 +104,7 @@ def _known_bugs(doc: YamlDocument, version: str) -> tuple[KnownBug, ...]:
             check=b["check"],
             observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
             reason=b["reason"],
-            source=b["source"],
+            source=cited(b),
             torch_versions=b["torch"],
             loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
             devices=tuple(b.get("devices", [])),
@@ -149,7 +145,13 @@ def build_rules(doc: YamlDocument, version: str) -> Rules:
 
 def _divergence(d: Mapping[str, Any]) -> Divergence:
     return Divergence(
-        d["op"], d.get("dtype"), d["observed"], d["reason"], d.get("inputs", "float32"), d.get("condition")
+        d["op"],
+        d.get("dtype"),
+        d["observed"],
+        d["reason"],
+        d.get("inputs", "float32"),
+        d.get("condition"),
+        cited(d) if "source" in d else "",
     )
 
 
@@ -168,7 +170,7 @@ def build_jit(
                 mode=d["mode"],
                 expect=d["expect"],
                 torch_versions=d["torch"],
-                source=d["source"],
+                source=cited(d),
                 loc=SourceLoc(doc.file, doc.line_of(("limitations", i))),
                 message=d.get("message"),
                 documented=d.get("documented"),

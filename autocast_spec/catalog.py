@@ -22,6 +22,7 @@ class TensorArg:
     dtype: str = "float"
     domain: str = "normal"
     requires_grad: bool = False
+    constant: bool = False  # data, not a differentiable input: never made to require grad
 
     @property
     def is_test_float(self) -> bool:
@@ -74,6 +75,7 @@ class KernelGap:
     device: str
     dtype: str
     reason: str
+    source: str = ""  # its public link, or that none exists and the release it was seen on
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ class OpInfo:
     functorch_gaps: Mapping[str, str] = field(default_factory=frozen_map)
     kernel_gaps: tuple[KernelGap, ...] = ()
     scratch_outputs: tuple[int, ...] = ()  # workspace outputs: compared by dtype and shape only
+    no_derivative: str = ""  # why the op has no derivative at all (autograd checks do not apply)
     note: str = ""
 
     def kernel_gap(self, device: str, dtype: str) -> KernelGap | None:

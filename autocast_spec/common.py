@@ -31,3 +31,11 @@ class SourceLoc:
 class Tolerance:
     atol: float
     rtol: float
+
+
+def cited(d: Mapping[str, Any]) -> str:
+    """A declaration's source in words: its public link, or that none exists and where it was seen."""
+    source = str(d.get("source", ""))
+    if source == "none":
+        return f"no public report; seen on torch {d.get('seen_on', '?')}"
+    return source

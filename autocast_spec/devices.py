@@ -112,6 +112,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
             "cast_only_between",
             "env_overrides",
             "provenance",
+            "not_observed",
         )
         if k in d
     }
@@ -224,6 +225,7 @@ def resolve_devices(
             cast_only_between=tuple(fields.get("cast_only_between") or ()),
             env_overrides=overrides,
             provenance=frozen_map(fields.get("provenance") or {}),
+            not_observed=frozen_map(dict(fields.get("not_observed") or {})),
         )
         resolved[name] = apply_env_overrides(ds, os.environ if environ is None else environ)
     return resolved

@@ -102,6 +102,8 @@ class DeviceSpec:
     env_overrides: tuple[EnvOverride, ...] = ()
     provenance: Mapping[str, Any] = field(default_factory=frozen_map)  # out-of-tree specs: where read
     notes: tuple[str, ...] = ()  # what the load did that the files do not say (env overrides applied)
+    # ops registered on the key whose policy a generated spec (probe, extract) could not read: op -> why
+    not_observed: Mapping[str, str] = field(default_factory=frozen_map)
 
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)
@@ -223,6 +225,9 @@ class Divergence:
     reason: str
     inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
     condition: str | None = None  # what the divergence depends on (the host, a library), in words
+    source: str = (
+        ""  # its public link, or where it was seen (a mode divergence; a limitation cites for its own)
+    )
 
     def observed_under(self, dtype: str) -> str:
         """``observed`` for autocast to ``dtype``: each ``lower`` stands for that dtype."""

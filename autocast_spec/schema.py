@@ -50,6 +50,12 @@ def message(err: jsonschema.ValidationError, special: Special = _no_special) -> 
         extra = sorted(set(inst) - set(schema.get("properties", {}))) if isinstance(inst, dict) else []
         allowed = sorted(schema.get("properties", {}))
         return f"{where}: unknown key {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
+    if err.validator == "required" and (schema.get("title") == "cited" or err.validator_value == ["seen_on"]):
+        return (
+            f"{where}: a declaration cites its source: add 'source: <public link to the issue, pull "
+            "request or documentation>', or 'source: none' with 'seen_on: \"<torch release>\"' (the "
+            "observation stays in the entry's reason)"
+        )
     if err.validator == "enum":
         choices = ", ".join(str(v) for v in err.validator_value)  # type: ignore[union-attr]
         return f"{where}: {inst!r} is not one of {choices}"

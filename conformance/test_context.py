@@ -20,6 +20,10 @@ def test_any_autocast_enabled(target: Target, lower: torch.dtype) -> None:
     expect(target, context.any_enabled(target, lower))
 
 
+def test_no_argument_query(target: Target, lower: torch.dtype) -> None:
+    expect(target, context.no_argument_query(target, lower))
+
+
 def test_nesting_and_disabled_subregion(target: Target, lower: torch.dtype) -> None:
     expect(target, context.nesting(target, lower))
 

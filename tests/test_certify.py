@@ -119,6 +119,21 @@ def test_status_table() -> None:
     assert exp.for_test("w", "cuda") is None, "a waiver covers only its devices"
 
 
+@pytest.mark.parametrize(
+    ("asked", "how"), [(None, "no --dtype: the device's default"), ("all", "--dtype all")]
+)
+def test_summary_names_the_dtypes_that_ran(asked: str | None, how: str) -> None:
+    ran = ["bfloat16"] if asked is None else ["float16", "bfloat16"]
+    results = [B.TestResult(f"t{i}", "passed", dtype=d) for i, d in enumerate([*ran, None])]
+    meta = {
+        "options": {"backend": "cpu", "dtype": asked, "policy_only": False},
+        "verdict": {"conformant": True},
+    }
+    line = next(x for x in B.render_summary(results, meta).splitlines() if x.startswith("- Backend:"))
+    names = ", ".join(f"`{d}`" for d in sorted(ran))
+    assert f"dtypes {names} ({how})" in line and "None" not in line, line
+
+
 def test_a_suite_skip_keeps_its_reason() -> None:
     skipped = Failure(("Skipped",), "not applicable on this host: the kernel refuses these inputs natively")
     assert status_of("skipped", None, skipped) == (

@@ -156,11 +156,30 @@ def test_unreadable_policy_is_not_observed_in_diff(capsys: pytest.CaptureFixture
     source = FIXTURES / "custom_kernel.cpp"
     assert main(["extract", str(source)]) == 0
     captured = capsys.readouterr()
-    assert "# NO POLICY (left out): aten::_cudnn_rnn: " in captured.out
+    assert "# NO POLICY (under not_observed): aten::_cudnn_rnn: " in captured.out
     assert "warning: no policy for aten::_cudnn_rnn: " in captured.err
     d = diff_cmd.compute(f"extract:{source}", "cuda")
     assert [(u.op, u.side) for u in d.not_observed] == [("aten::_cudnn_rnn", "a")]
     assert "aten::_cudnn_rnn" not in {e.op for e in (*d.added, *d.removed)}
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_written_spec_keeps_unreadable_ops_not_observed(
+    fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file extract writes carries the ops it could not read: diff on that file, against the
+    same source's spec with those ops in it, reports them not observed, never removed."""
+    source = FIXTURES / "unreadable_kernels.cpp"
+    out = tmp_path / f"cpu.{fmt}"
+    assert main(["extract", str(source), "--format", fmt, "-o", str(out)]) == 0
+    data = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert sorted(data["not_observed"]) == ["aten::bmm", "aten::mm"], data
+    assert "lambda" not in data["not_observed"]["aten::mm"] and "[](" in data["not_observed"]["aten::mm"]
+    if fmt == "yaml":
+        assert main(["validate", str(out)]) == 0, capsys.readouterr().err
+    d = diff_cmd.compute("cpu", str(out) if fmt == "yaml" else f"extract:{source}")
+    assert {u.op for u in d.not_observed} == {"aten::bmm", "aten::mm"}, d
+    assert not {"aten::bmm", "aten::mm"} & {e.op for e in (*d.added, *d.removed)}, d
 
 
 @pytest.mark.parametrize(
@@ -172,7 +191,7 @@ def test_unreadable_policy_is_not_observed_in_diff(capsys: pytest.CaptureFixture
         ),
         (["extract", str(FIXTURES / "two_devices.cpp"), "--device", "mps"], "only for: cpu"),
         (["extract", str(FIXTURES / "no_autocast.cpp")], "no op registered on an Autocast key"),
-        (["extract", str(FIXTURES / "xla_style.cpp")], "pass --dtypes-from DEVICE"),
+        (["extract", str(FIXTURES / "unknown_device.cpp")], "pass --dtypes-from DEVICE"),
         (["extract", str(FIXTURES / "nothing-here.cpp")], "no such file or directory"),
         (["extract", str(FIXTURES / "privateuse1.cpp"), "-D", "=1"], "-D =1: "),
         (["diff", "cuda", "extract:"], "name the source"),

@@ -70,14 +70,16 @@ def test_entry_point_reaches_op(op: str, index: int) -> None:
 
 
 def _gap_catalog() -> YamlDocument:
-    """One op with a gap of every form: for all releases, and bounded by since/until."""
+    """One op with a gap of every form: for all releases, and bounded by since/until; cited by a
+    link, and by none with the release it was seen on."""
     sample = {"args": [{"t": [2, 2]}]}
-    bounded = {"reason": "only 2.12", "since": "2.12", "until": "2.13"}
+    bounded = {"reason": "only 2.12", "since": "2.12", "until": "2.13", "source": "none", "seen_on": "2.12"}
+    everywhere = {"reason": "every release", "source": "https://github.com/pytorch/pytorch/issues/1"}
     op = {
         "samples": [sample],
-        "functorch_gaps": {"vmap": "every release", "grad": bounded},
+        "functorch_gaps": {"vmap": everywhere, "grad": bounded},
         "kernel_gaps": [
-            {"device": "cpu", "dtype": "float16", "reason": "every release"},
+            {"device": "cpu", "dtype": "float16", **everywhere},
             {"device": "cpu", "dtype": "bfloat16", **bounded},
         ],
     }
@@ -86,10 +88,13 @@ def _gap_catalog() -> YamlDocument:
 
 @pytest.mark.parametrize("release,bounded_gap", [("2.11", False), ("2.12", True), ("2.13", False)])
 def test_gaps_hold_for_their_releases(release: str, bounded_gap: bool) -> None:
-    """A gap given as a string holds on every release; one with since/until only in its range."""
+    """A gap without since/until holds on every release; one with them only in its range. Its
+    reason names its source."""
     info = build_ops(_gap_catalog(), Applicability(release, frozenset()))["aten::mm"]
-    assert info.functorch_gaps["vmap"] == "every release"
+    assert info.functorch_gaps["vmap"] == "every release (https://github.com/pytorch/pytorch/issues/1)"
     assert ("grad" in info.functorch_gaps) is bounded_gap
+    if bounded_gap:
+        assert info.functorch_gaps["grad"] == "only 2.12 (no public report; seen on torch 2.12)"
     assert info.kernel_gap("cpu", "float16") is not None
     assert (info.kernel_gap("cpu", "bfloat16") is not None) is bounded_gap
 

@@ -258,3 +258,46 @@ def test_new_thread_sees_defaults_natively() -> None:
         t.start()
         t.join()
     assert seen == [False]
+
+
+def test_no_argument_query_check_names_torch_bug(cpu: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """context.no_argument_query: on torch 2.13 the no-argument is_autocast_enabled() ignores
+    the cpu region (pytorch#191796): reported xfail through its known bug; undeclared, it fails;
+    with a query that answers for the region the device opened, it passes."""
+    from conformance.categories import context
+    from conformance.kit.verdict import expect
+
+    lower = torch.bfloat16
+    declared = [b for b in cpu.spec.rules.known_bugs if b.check == context.NO_ARGUMENT_QUERY]
+    assert declared and "191796" in declared[0].source, declared
+    with pytest.raises(pytest.xfail.Exception, match="191796"):
+        expect(cpu, context.no_argument_query(cpu, lower))
+    bare = with_rules(cpu, known_bugs=tuple(b for b in cpu.spec.rules.known_bugs if b not in declared))
+    with pytest.raises(pytest.fail.Exception, match="inside False"):
+        expect(bare, context.no_argument_query(bare, lower))
+    # a torch whose no-argument form answers for the device of the open region
+    own = torch.is_autocast_enabled
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device=None: own(device or cpu.device))
+    expect(bare, context.no_argument_query(bare, lower))
+
+
+@pytest.mark.parametrize("op", ["aten::geqrf", "aten::mm"])
+def test_no_derivative_declaration_must_match_the_backward(cpu: Target, op: str) -> None:
+    """autograd: an op the catalog declares without a derivative is skipped with the reason; the
+    declaration taken away (geqrf) or put on an op whose backward runs (mm), the check fails."""
+    from conformance.categories import autograd
+    from conformance.kit.verdict import expect
+
+    case = next(c for c in autograd.cases(cpu) if c.op == op)
+    info = cpu.spec.ops[op]
+    declared = bool(info.no_derivative)
+    assert declared is (op == "aten::geqrf"), info
+    if declared:
+        with pytest.raises(pytest.skip.Exception, match="no derivative"):
+            expect(cpu, autograd.grad_dtypes(cpu, case))
+    else:
+        expect(cpu, autograd.grad_dtypes(cpu, case))
+    flipped = replace(info, no_derivative="" if declared else "planted: no derivative")
+    other = replace(cpu, spec=replace(cpu.spec, ops={**cpu.spec.ops, op: flipped}))
+    with pytest.raises(pytest.fail.Exception, match="backward"):
+        expect(other, autograd.grad_dtypes(other, case))

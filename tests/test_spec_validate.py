@@ -151,3 +151,48 @@ def test_list_after_inheritance_table_and_yaml(capsys: pytest.CaptureFixture[str
     assert code == 0 and "fp32_append_dtype" in out
     code, out, _ = run_cli(capsys, "list", "--device", "cpu", "--format", "yaml")
     assert code == 0 and "default_dtype: bfloat16" in out
+
+
+# Every declaration cites its source: a bundled entry of each kind, its source taken away
+# (or 'none' left without 'seen_on'), fails validation at the entry's file and line.
+SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+UNCITED = {
+    "known-bug": ("rules.yaml", "    source: https://github.com/pytorch/pytorch/issues/132715\n", ""),
+    "jit-limitation": (
+        "jit.yaml",
+        "    source: https://github.com/pytorch/pytorch/blob/v2.13.0/test/test_jit_autocast.py"
+        "  # test_jit_autocast.py test_autocast_decorator_outside_jit, test_eager_and_script\n",
+        "",
+    ),
+    "mode-divergence": ("jit.yaml", ', source: none, seen_on: "2.11"', ""),
+    "functorch-gap": (
+        "ops/matmul.yaml",
+        "        source: https://github.com/pytorch/pytorch/issues/192617\n",
+        "",
+    ),
+    "functorch-gap-none-without-seen-on": ("ops/fft.yaml", '        seen_on: "2.13"\n', ""),
+    "kernel-gap": ("ops/nn.yaml", '        source: none\n        seen_on: "2.13"\n', ""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNCITED))
+def test_declaration_without_source_fails(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
+) -> None:
+    import shutil
+
+    name, cut, put = UNCITED[case]
+    root = tmp_path / "spec"
+    shutil.copytree(SPEC_DIR, root, ignore=shutil.ignore_patterns("vendors"))
+    f = root / name
+    text = f.read_text(encoding="utf-8")
+    assert cut in text, f"{name} no longer holds {cut!r}: pick another entry"
+    at = text[: text.index(cut)].count("\n") + 1
+    f.write_text(text.replace(cut, put, 1), encoding="utf-8")
+    code, _, err = run_cli(capsys, "validate", str(root))
+    assert code == 2, err
+    lines = [x for x in err.splitlines() if "cites its source" in x]
+    assert lines and all(f"{name}:" in x for x in lines), err
+    # the entry's line: at or just above the line taken away
+    got = int(lines[0].split(f"{name}:")[1].split(":")[0])
+    assert at - 8 <= got <= at, (at, err)

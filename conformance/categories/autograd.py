@@ -95,6 +95,26 @@ def _forward_backward(fn: Callable[[], Any], leaves: list[torch.Tensor]) -> Side
     return Side([dtype_name(t.grad.dtype) if t.grad is not None else "None" for t in leaves], seen)
 
 
+def derivative_mismatch(
+    target: Target, case: Case, check: str, error: str, m: Materialized
+) -> Observation | None:
+    """Whether the op's backward ran (``error`` empty) as the op catalog says.
+
+    Declared ``no_derivative`` and it raised: not applicable (the reason). Undeclared and it
+    raised, or declared and it ran: an observation that fails (fix the sample or the catalog).
+    None: it ran, as it should."""
+    info = target.spec.ops[case.op]
+    if error and info.no_derivative:
+        not_applicable(f"no derivative (op catalog {info.loc}): {info.no_derivative}")
+    if error:
+        what = "the op's backward runs on its first sample (else the op catalog declares no_derivative)"
+        return Observation(case, check, what, "backward runs", f"error: {error}", m)
+    if info.no_derivative:
+        what = f"the op catalog declares no derivative ({info.no_derivative}) but the backward ran"
+        return Observation(case, check, what, "no derivative", "backward runs", m)
+    return None
+
+
 def grad_dtypes(target: Target, case: Case) -> Observation:
     """Native: forward under autocast, backward outside. Reference: the oracle's explicit casts."""
     lower = dtype_of(case.dtype)
@@ -117,8 +137,9 @@ def grad_dtypes(target: Target, case: Case) -> Observation:
             lambda: oracle_call(target.reference_spec, state_for(target, lower), case.op, r.args, r.kwargs),
             leaves(r),
         )
-    if reference.error:
-        not_applicable(f"not differentiable with this sample (the reference fails too: {reference.error})")
+    undeclared = derivative_mismatch(target, case, GRAD_DTYPES, reference.error, m)
+    if undeclared is not None:
+        return undeclared
     what = "gradient dtypes or the op's backward dtypes differ from the reference's explicit casts"
     return Observation(case, GRAD_DTYPES, what, reference.seen(), native.seen(), m)
 
@@ -190,8 +211,9 @@ def recompute(target: Target, case: Case) -> Observation:
     """The checkpointed call computes in the forward's dtypes and gets the plain call's gradients."""
     assert isinstance(case.variant, Checkpointed)
     m, plain = grad_run(target, case, None)
-    if plain.error:
-        not_applicable(f"not differentiable with this sample without checkpoint: {plain.error}")
+    undeclared = derivative_mismatch(target, case, CHECKPOINT, plain.error, m)
+    if undeclared is not None:
+        return undeclared
     reentrant = case.variant.reentrant
     _, ck = grad_run(target, case, lambda body, *ts: checkpoint(body, *ts, use_reentrant=reentrant))
     what = f"torch.utils.checkpoint ({case.label.removeprefix('checkpoint_')}) under autocast"

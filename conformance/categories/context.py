@@ -6,6 +6,8 @@ exactly when autocast acts) or reads the state through torch's queries:
 
 * the enabled/dtype queries inside and after a region;
 * ``torch._C._is_any_autocast_enabled()`` (read by AOT autograd and the RNN modules);
+* the no-argument ``torch.is_autocast_enabled()`` (read by the transformer fast paths): it
+  answers for the region that is open, whatever its device;
 * nesting with an ``enabled=False`` subregion and re-enabling inside it; each exit restores
   the state it found (``nesting_restores_state``);
 * the decorator form;
@@ -39,12 +41,22 @@ from ..target import Target
 
 QUERIES = "context.queries"
 ANY_ENABLED = "context.any_enabled"
+NO_ARGUMENT_QUERY = "context.no_argument_query"
 NESTING = "context.nesting"
 DECORATOR = "context.decorator"
 EXCEPTION = "context.exception"
 UNSUPPORTED_DTYPE = "context.unsupported_dtype"
 STATE_MACHINE = "context.state_machine"
-CHECKS = (QUERIES, ANY_ENABLED, NESTING, DECORATOR, EXCEPTION, UNSUPPORTED_DTYPE, STATE_MACHINE)
+CHECKS = (
+    QUERIES,
+    ANY_ENABLED,
+    NO_ARGUMENT_QUERY,
+    NESTING,
+    DECORATOR,
+    EXCEPTION,
+    UNSUPPORTED_DTYPE,
+    STATE_MACHINE,
+)
 
 
 def _case(target: Target, lower: torch.dtype | None) -> Case:
@@ -81,6 +93,24 @@ def any_enabled(target: Target, lower: torch.dtype) -> Observation:
         f"inside {inside}, outside {outside}",
         reproduce=f"python -c \"import torch; torch.set_autocast_enabled('{d}', True); "
         'print(torch._C._is_any_autocast_enabled())"',
+    )
+
+
+def no_argument_query(target: Target, lower: torch.dtype) -> Observation:
+    """``torch.is_autocast_enabled()`` without a device: True inside a region of this device (the
+    one the region opened), False after it. nn.TransformerEncoder's fast path reads it."""
+    d = target.device
+    with target.tensors(), target.autocast_impl(d, dtype=lower):
+        inside = torch.is_autocast_enabled()
+    outside = torch.is_autocast_enabled()
+    return Observation(
+        _case(target, lower),
+        NO_ARGUMENT_QUERY,
+        f"torch.is_autocast_enabled() (no device) inside and after a {d} region",
+        "inside True, outside False",
+        f"inside {inside}, outside {outside}",
+        reproduce=f"python -c \"import torch; r = torch.autocast('{d}', dtype=torch.{dtype_name(lower)}); "
+        'r.__enter__(); print(torch.is_autocast_enabled())"',
     )
 
 

@@ -200,6 +200,14 @@ def _table(title: str, key: str, results: Sequence[TestResult]) -> list[str]:
     return [*out, ""]
 
 
+def _dtypes_line(results: Sequence[TestResult], asked: str | None) -> str:
+    """The autocast dtypes the tests ran under (from the results), and how they were chosen."""
+    ran = sorted({r.dtype for r in results if r.dtype})
+    names = ", ".join(f"`{d}`" for d in ran) or "none"
+    how = f"--dtype {asked}" if asked else "no --dtype: the device's default"
+    return f"dtypes {names} ({how})"
+
+
 def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> str:
     c = counts(results)
     verdict = meta.get("verdict", {})
@@ -209,7 +217,7 @@ def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> st
         "",
         f"- Verdict: **{'conformant' if verdict.get('conformant') else 'NOT conformant'}**"
         + (f" ({'; '.join(verdict.get('reasons', []))})" if verdict.get("reasons") else ""),
-        f"- Backend: `{opts.get('backend')}`, dtypes `{opts.get('dtype')}`, "
+        f"- Backend: `{opts.get('backend')}`, {_dtypes_line(results, opts.get('dtype'))}, "
         f"policy-only: {opts.get('policy_only')}, autocast: {opts.get('implementation', 'native')}",
         f"- Suite {meta.get('suite_version')}, spec hash `{meta.get('spec_hash')}`, "
         f"torch {meta.get('torch_version')}",

@@ -47,7 +47,7 @@ def make_inputs(
 ) -> Materialized:
     """The sample's arguments on ``device``, its test-float tensors taking ``dtypes`` in order.
 
-    ``requires_grad``: every floating leaf requires grad.
+    ``requires_grad``: every floating leaf requires grad, but those of ``constant`` arguments.
     """
     base = materialize(sample, torch.float32, device, seed)
     counter = [0]
@@ -55,10 +55,25 @@ def make_inputs(
     kwargs = {k: _recast(sample.kwargs[k], v, dtypes, counter) for k, v in base.kwargs.items()}
     m = Materialized(args, kwargs)
     if requires_grad:
+        constants: list[torch.Tensor] = []
+        for a, v in [
+            *zip(sample.args, args, strict=True),
+            *((sample.kwargs[k], v) for k, v in kwargs.items()),
+        ]:
+            _constants(a, v, constants)
         for t in m.tensors():
-            if t.is_floating_point() and t.is_leaf:
+            if t.is_floating_point() and t.is_leaf and not any(t is c for c in constants):
                 t.requires_grad_(True)
     return m
+
+
+def _constants(arg: Any, value: Any, out: list[torch.Tensor]) -> None:
+    """The tensors of ``constant`` sample arguments, into ``out``."""
+    if isinstance(arg, TensorArg) and isinstance(value, torch.Tensor) and arg.constant:
+        out.append(value)
+    elif isinstance(arg, ListArg) and isinstance(value, list):
+        for a, v in zip(arg.items, value, strict=True):
+            _constants(a, v, out)
 
 
 def case_inputs(sample: Sample, mix: Mix, lower: str, device: str, seed: int = 0) -> Materialized:

@@ -68,7 +68,9 @@ def kernel_gap(target: Target, op: str, dtype: str) -> str | None:
     gap = info.kernel_gap(target.device, dtype) if info is not None and dtype else None
     if gap is None or target.policy_only:
         return None
-    return f"{op}: declared kernel gap ({info.loc}): no {target.device} kernel for {dtype}: {gap.reason}"  # type: ignore[union-attr]
+    where = info.loc  # type: ignore[union-attr]
+    why = f"{gap.reason} [{gap.source}]"
+    return f"{op}: declared kernel gap ({where}): no {target.device} kernel for {dtype}: {why}"
 
 
 def autocast_acts(target: Target, lower: torch.dtype) -> str | None:

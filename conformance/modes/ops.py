@@ -87,7 +87,8 @@ def declaration(mc: ModeCase, d: Divergence | None) -> Declaration | None:
     where = f"{mc.mode} {mc.op} (autocast {mc.dtype}, {mc.inputs} inputs)"
     return Declaration(
         f"{DECLARED}{where}",
-        f"{d.observed_under(mc.dtype)} instead of eager: {d.reason}{when}",
+        f"{d.observed_under(mc.dtype)} instead of eager: {d.reason}{when}"
+        + (f" ({d.source})" if d.source else ""),
         (d.observed_under(mc.dtype),),
         stale_fails=True,
         where=f"spec/jit.yaml mode_divergences.{mc.mode}",

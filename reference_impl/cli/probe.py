@@ -63,7 +63,7 @@ class _TerminalProgress:
         for note in probed.borrowed:
             sys.stderr.write(f"note: not observed here: {note}\n")
         for op, why in probed.unresolved.items():
-            sys.stderr.write(f"warning: no policy for {op}: {why} (left out of the spec)\n")
+            sys.stderr.write(f"warning: no policy for {op}: {why} (listed under not_observed)\n")
 
 
 def run(args: argparse.Namespace) -> int:

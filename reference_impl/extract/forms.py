@@ -75,6 +75,7 @@ class Form:
     device: str | None = None  # the DeviceType the kernel casts for
     kernel: str | None = None  # a function registered directly (banned or custom)
     fallthrough: bool = False
+    unreadable: str | None = None  # registered, but its kernel is no form whose policy can be read: why
     where: str = ""  # the op's name in the source (a list item in a header, for AT_FORALL lists)
 
 
@@ -98,6 +99,28 @@ def split_args(tokens: list[Token]) -> list[list[Token]]:
             continue
         args[-1].append(t)
     return args if tokens else []
+
+
+def check_split(name: str, args: list[list[Token]], at: Token) -> None:
+    """Each argument's brackets balance: else the call cannot be split into its arguments."""
+    pairs = {")": "(", "]": "[", "}": "{"}
+    for arg in args:
+        stack: list[Token] = []
+        for t in arg:
+            if t.text in ("(", "[", "{"):
+                stack.append(t)
+            elif t.text in pairs:
+                if not stack or stack[-1].text != pairs[t.text]:
+                    raise FormError(
+                        t,
+                        f"cannot split the arguments of {name}: {t.text!r} closes nothing in {spell(arg)!r}",
+                    )
+                stack.pop()
+        if stack:
+            raise FormError(
+                stack[-1],
+                f"cannot split the arguments of {name}: {stack[-1].text!r} is never closed in {spell(arg)!r}",
+            )
 
 
 def _ident(arg: list[Token], what: str, at: Token) -> str:
@@ -130,6 +153,7 @@ def qualified(name: str, namespace: str) -> str:
 
 def kernel_macro(name: str, args: list[list[Token]], at: Token) -> Form:
     """A ``KERNEL*`` registration macro with its arguments."""
+    check_split(name, args, at)
     if m := _REDISPATCH.match(name):
         dev = _suffix_device(m.group("dev"), args, at)
         rest = args if m.group("dev") else args[1:]
@@ -163,7 +187,8 @@ def _suffix_device(suffix: str | None, args: list[list[Token]], at: Token) -> st
 
 
 def impl_call(args: list[list[Token]], namespace: str, at: Token) -> Form:
-    """``m.impl(NAME, FN)``."""
+    """``m.impl(NAME, FN)``; a kernel whose policy cannot be read is a kernel of its own (``unreadable``)."""
+    check_split("m.impl", args, at)
     if len(args) < 2:
         raise FormError(at, "m.impl takes the op name and a kernel")
     op = qualified(_strings(args[0], at), namespace)
@@ -179,11 +204,18 @@ def impl_call(args: list[list[Token]], namespace: str, at: Token) -> Form:
                 # a vendor's own WrapFunction may take no DeviceType (its casts are for its device):
                 # then the block's key says the device
                 return Form(op, _policy(targs[0], at), device_of_type(targs[1]))
-        raise FormError(at, f"a WrapFunction without CastPolicy::POLICY, DeviceType: {spell(fn)!r}")
+        return Form(op, unreadable=f"a WrapFunction without CastPolicy::POLICY, DeviceType: {_short(fn)}")
     name = function_name(fn)
     if name is None:
-        raise FormError(at, f"the kernel {spell(fn)!r} is not a function name, TORCH_FN(...) or WrapFunction")
+        return Form(
+            op, unreadable=f"the kernel {_short(fn)} is not a function name, TORCH_FN(...) or WrapFunction"
+        )
     return Form(op, kernel=name)
+
+
+def _short(fn: list[Token], limit: int = 80) -> str:
+    s = spell(fn)
+    return repr(s if len(s) <= limit else s[: limit - 3] + "...")
 
 
 def _angle_args(tokens: list[Token], open_at: int) -> list[Token]:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autocast_spec.common import SourceLoc, frozen_map
-from autocast_spec.files import device_torch_ranges
+from autocast_spec.files import device_torch_ranges, vendor_spec_dir
 from autocast_spec.model import DeviceSpec, OpPolicy
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import nearest_covered_version
+from autocast_spec.yaml_source import read_yaml
 
 from ..engine.torch_registry import build_features, parse_release
 from ..probe.device_spec import version_range
@@ -38,7 +39,11 @@ class ExtractedSpec:
 
 
 def _bundled(device: str, version: str) -> tuple[DeviceSpec | None, str]:
-    """The bundled spec's ``device`` for ``version`` (else the nearest covered release), and its name."""
+    """The bundled spec's ``device`` for ``version`` (else the nearest covered release), and its name.
+
+    A device PyTorch does not register (``xla``, ``npu``, ``hpu``, ``tpu``) is taken from the
+    bundled vendor spec (``spec/vendors/``) that states it.
+    """
     try:
         spec = load_installed_spec(torch_version=version, check_registry=False)
         read_for = version
@@ -50,19 +55,47 @@ def _bundled(device: str, version: str) -> tuple[DeviceSpec | None, str]:
         read_for = near
     same = parse_release(read_for)[:2] == parse_release(version)[:2]
     label = f"the bundled spec for torch {read_for}" + ("" if same else f" (none covers torch {version})")
-    return spec.devices.get(device), label
+    if device in spec.devices:
+        return spec.devices[device], label
+    return _vendor(device, read_for)
+
+
+def _vendor(device: str, version: str) -> tuple[DeviceSpec | None, str]:
+    """``device`` as the bundled vendor spec that states it gives it, for ``version``."""
+    for f in sorted(vendor_spec_dir().glob("*.yaml")):
+        data = read_yaml(f, str(f)).data
+        if not isinstance(data, dict) or data.get("device") != device:
+            continue
+        try:
+            spec = load_installed_spec([f], torch_version=version, check_registry=False)
+        except SpecError:
+            continue  # the vendor spec does not cover this release
+        if device in spec.devices:
+            return spec.devices[device], f"the bundled vendor spec {f.parent.name}/{f.name} (torch {version})"
+    return None, ""
 
 
 def _dtype_source(ex: Extracted, dtypes_from: str | None) -> str:
     if dtypes_from:
         return dtypes_from
-    return "privateuse1" if ex.key == PRIVATEUSE1_KEY else ex.device
+    return "privateuse1" if ex.key == PRIVATEUSE1_KEY and ex.device == "privateuse1" else ex.device
+
+
+def _donor(
+    ex: Extracted, source: str, version: str, dtypes_from: str | None
+) -> tuple[DeviceSpec | None, str, str]:
+    """(the spec the dtypes come from, its label, the device named): a PrivateUse1 backend named by
+    ``--device`` that no bundled spec states takes the ``privateuse1`` template."""
+    donor, label = _bundled(source, version)
+    if donor is None and not dtypes_from and ex.key == PRIVATEUSE1_KEY and source != "privateuse1":
+        source = "privateuse1"
+        donor, label = _bundled(source, version)
+    return donor, label, source
 
 
 def to_spec(s: Scan, ex: Extracted, torch_version: str, dtypes_from: str | None = None) -> ExtractedSpec:
     """``ex`` as a flat device spec for ``torch_version`` (``X.Y`` or ``X.Y.Z``)."""
-    source = _dtype_source(ex, dtypes_from)
-    donor, label = _bundled(source, torch_version)
+    donor, label, source = _donor(ex, _dtype_source(ex, dtypes_from), torch_version, dtypes_from)
     if donor is None:
         raise ExtractError(
             [
@@ -98,8 +131,8 @@ def to_spec(s: Scan, ex: Extracted, torch_version: str, dtypes_from: str | None 
             f"carry {how} in the spec (decide it with -D)"
         )
     for op, why in ex.unresolved.items():
-        out.notes.append(f"NO POLICY (left out): {op}: {why}")
-        out.warnings.append(f"warning: no policy for {op}: {why} (left out of the spec)")
+        out.notes.append(f"NO POLICY (under not_observed): {op}: {why}")
+        out.warnings.append(f"warning: no policy for {op}: {why} (listed under not_observed)")
     return out
 
 
@@ -122,6 +155,7 @@ def _device_spec(ex: Extracted, donor: DeviceSpec, source: str, torch_version: s
         builtin=donor.builtin if source == ex.device else False,
         description=f"{ex.device} autocast ({ex.key}), as extracted from C++ source.",
         unsupported_dtype=donor.unsupported_dtype,
+        not_observed=frozen_map(dict(sorted(ex.unresolved.items()))),
     )
 
 

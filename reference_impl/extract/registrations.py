@@ -19,6 +19,7 @@ from .forms import Form, FormError, device_of_key, impl_call, is_registration_ma
 from .lexer import Token, spell, string_value
 from .macros import collect_args
 from .preprocess import Problem, Unit
+from .statements import ordinary_statement
 
 _RAISES = {"AT_ERROR": 0, "TORCH_CHECK": 1, "TORCH_CHECK_NOT_IMPLEMENTED": 1, "TORCH_INTERNAL_ASSERT": 1}
 _MACRO_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -144,24 +145,41 @@ class _Block:
                 p += 1
                 continue
             if t.kind == "id" and nxt == "(" and is_registration_macro(t.text):
-                got = collect_args(body, p + 1)
-                end = got[1] if got else len(body)
-                if got is not None:
-                    try:
-                        self.record(kernel_macro(t.text, got[0], t), body[p:end], t)
-                    except FormError as e:
-                        self.problem(e.at, f"{e.message}: {_text(body[p:end])}")
+                got = self.call(body, p, p + 1, t.text)
+                if got is None:
+                    return
+                end = got[1]
+                try:
+                    self.record(kernel_macro(t.text, got[0], t), body[p:end], t)
+                except FormError as e:
+                    self.problem(e.at, f"{e.message}: {_text(body[p:end])}")
                 p = end
                 continue
             call = body[p + 2].text if p + 3 < len(body) and body[p + 3].text == "(" else ""
             if t.text == self.var and nxt == "." and call in ("impl", "fallback"):
-                got = collect_args(body, p + 3)
-                end = got[1] if got else len(body)
-                if got is not None:
-                    self.method(call, got[0], body[p:end], t)
+                got = self.call(body, p, p + 3, f"{self.var}.{call}")
+                if got is None:
+                    return
+                end = got[1]
+                self.method(call, got[0], body[p:end], t)
                 p = end
                 continue
-            p = self.not_understood(body, p)
+            skip = ordinary_statement(body, p, self.var)
+            p = skip if skip is not None else self.not_understood(body, p)
+
+    def call(
+        self, body: list[Token], start: int, open_at: int, name: str
+    ) -> tuple[list[list[Token]], int] | None:
+        """The arguments of the call at ``start`` whose '(' is at ``open_at``; None (a problem) when
+        its ')' is missing: what follows cannot be read as statements."""
+        got = collect_args(body, open_at)
+        if got is None:
+            self.problem(
+                body[start],
+                f"unbalanced call: {name}( has no closing ')' before the block ends "
+                f"(the registrations after it are not read): {_text(body[start : open_at + 6])}",
+            )
+        return got
 
     def not_understood(self, body: list[Token], p: int) -> int:
         t = body[p]
@@ -217,6 +235,12 @@ class _Block:
         where, conds = form.where or at.where, _conds(stmt)
         if form.fallthrough:
             self.add(Registration(self.key, form.op, None, where, conds, fallthrough=True))
+        elif form.unreadable is not None:
+            self.add(
+                Registration(
+                    self.key, form.op, None, where, conds, reason=f"{form.unreadable}; no policy to read"
+                )
+            )
         elif form.kernel is None:
             self.add(Registration(self.key, form.op, form.policy, where, conds))
         else:
@@ -239,6 +263,28 @@ class _Block:
         self.found.registrations.append(r)
 
 
+def _wrapped_block(toks: list[Token], i: int, found: Found) -> bool:
+    """``IPEX_TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) { ... }``: a block opened through a macro of
+    the sources' own that no file read defines as ``TORCH_LIBRARY_IMPL``: a problem (its
+    registrations would be lost), True. Any other use of such a name: False."""
+    got = collect_args(toks, i + 1) if i + 1 < len(toks) and toks[i + 1].text == "(" else None
+    if got is None or got[1] >= len(toks) or toks[got[1]].text != "{":
+        return False
+    spelled = ", ".join(spell(a) for a in got[0])
+    if "Autocast" not in spelled:
+        return False
+    name = toks[i].text
+    found.problems.append(
+        Problem(
+            toks[i].where,
+            f"{name}({spelled}) {{ ... }}: a registration block opened through {name}, not "
+            f"TORCH_LIBRARY_IMPL, and no file read defines it as TORCH_LIBRARY_IMPL; its registrations "
+            "are not read (pass the file that defines it, or read the block by hand)",
+        )
+    )
+    return True
+
+
 def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
     """Add the Autocast registrations of ``unit`` to ``found``."""
     toks = unit.tokens
@@ -246,6 +292,8 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
     while i < len(toks):
         t = toks[i]
         if t.text != "TORCH_LIBRARY_IMPL" or i + 1 >= len(toks) or toks[i + 1].text != "(":
+            if t.kind == "id" and t.text.endswith("TORCH_LIBRARY_IMPL") and _wrapped_block(toks, i, found):
+                return
             i += 1
             continue
         got = collect_args(toks, i + 1)
@@ -257,6 +305,16 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
             i = end
             continue
         body = _braced(toks, end)
+        if end + len(body) + 1 >= len(toks):
+            spelled = ", ".join(spell(a) for a in args)
+            found.problems.append(
+                Problem(
+                    toks[end].where,
+                    f"unterminated block: TORCH_LIBRARY_IMPL({spelled}) {{ has no closing '}}' "
+                    "before the end of the file",
+                )
+            )
+            return
         i = end + len(body) + 2
         names = [a[0].text if len(a) == 1 else None for a in args]
         if len(names) != 3 or None in names:

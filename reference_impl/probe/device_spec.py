@@ -127,7 +127,7 @@ class ProbedDevice:
     torch_version: str
     observation: DeviceObservation
     borrowed: list[str] = field(default_factory=list)  # facts taken from the bundled spec, and why
-    unresolved: dict[str, str] = field(default_factory=dict)  # op -> why it has no policy (left out)
+    unresolved: dict[str, str] = field(default_factory=dict)  # op -> why it has no policy (not_observed)
 
 
 def probe_device(
@@ -205,6 +205,7 @@ def probe_device(
         extends=None,
         description=bundled.description if bundled else f"{device} autocast ({key}), as probed.",
         unsupported_dtype=rule,
+        not_observed=frozen_map(unresolved),
     )
     return ProbedDevice(spec, version, obs, borrowed, unresolved)
 
@@ -221,7 +222,7 @@ def probed_yaml(probed: ProbedDevice) -> str:
         "Each op is listed as the dispatcher names it, under the policy its Autocast kernel applies.",
     ]
     header += [f"NOT OBSERVED: {b}" for b in probed.borrowed]
-    header += [f"NO POLICY (left out): {op}: {why}" for op, why in probed.unresolved.items()]
+    header += [f"NO POLICY (under not_observed): {op}: {why}" for op, why in probed.unresolved.items()]
     return device_yaml(ds, _observed_policies(ds.ops), "\n".join(header))
 
 

@@ -40,6 +40,7 @@ def render_device_yaml(
     unsupported_dtype: tuple[str, str] | None = None,
     schema_ref: str = "autocast-spec.schema.json",
     header: str = "",
+    not_observed: Mapping[str, str] | None = None,
 ) -> str:
     lines = [f"# yaml-language-server: $schema={schema_ref}"]
     lines += [f"# {h}" if h else "#" for h in header.splitlines()]
@@ -69,6 +70,9 @@ def render_device_yaml(
                 lines.append("    - {" + ", ".join(parts) + "}")
             else:
                 lines.append(f"    - {op}")
+    if not_observed:
+        lines.append("not_observed:")
+        lines += [f"  {op}: {_quote(why)}" for op, why in sorted(not_observed.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -86,6 +90,7 @@ def device_yaml(ds: DeviceSpec, ops: Mapping[str, ObservedPolicy], header: str) 
         description=ds.description,
         unsupported_dtype=(ud.action, ud.message) if ud else None,
         header=header,
+        not_observed=ds.not_observed,
     )
 
 
@@ -110,4 +115,6 @@ def device_data(ds: DeviceSpec, ops: Mapping[str, ObservedPolicy]) -> dict[str, 
         ud = ds.unsupported_dtype
         out["unsupported_dtype"] = {"action": ud.action, "message": ud.message}
     out["ops"] = by_policy
+    if ds.not_observed:
+        out["not_observed"] = dict(sorted(ds.not_observed.items()))
     return out

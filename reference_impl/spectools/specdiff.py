@@ -146,7 +146,11 @@ class _Acc:
 
 def _diff_device(a: Side, b: Side, pair: tuple[DeviceSpec, DeviceSpec], tag: str | None, acc: _Acc) -> None:
     da, db = pair
-    hidden = {"a": a.unobserved.get(da.device, {}), "b": b.unobserved.get(db.device, {})}
+    # a probe or extract side carries them; a spec file they wrote, in its not_observed
+    hidden = {
+        "a": {**da.not_observed, **a.unobserved.get(da.device, {})},
+        "b": {**db.not_observed, **b.unobserved.get(db.device, {})},
+    }
     for side, ops in hidden.items():
         acc.not_observed += [Unobserved(op, side, why, tag) for op, why in sorted(ops.items())]
     _diff_ops(da, db, set(hidden["a"]) | set(hidden["b"]), tag, acc)

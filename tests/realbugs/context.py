@@ -158,6 +158,12 @@ def any_autocast_enabled_in_region() -> Any:
 
 
 @witness
+def no_argument_query_in_region() -> Any:
+    with cpu_autocast():
+        return torch.is_autocast_enabled()
+
+
+@witness
 def new_thread_dtype() -> Any:
     seen: list[str] = []
     t = threading.Thread(target=lambda: seen.append(name(torch.get_autocast_dtype("cpu"))))
