@@ -15,7 +15,7 @@ from typing import Any
 
 from .common import SourceLoc, frozen_map
 from .env_overrides import apply_env_overrides
-from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, UnsupportedDtypeRule
+from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, UnsupportedDtypeRule, VendorRelease
 from .problems import SpecProblem
 from .versions import Applicability
 from .yaml_source import YamlDocument
@@ -112,6 +112,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
             "cast_only_between",
             "env_overrides",
             "provenance",
+            "vendor",
         )
         if k in d
     }
@@ -224,6 +225,7 @@ def resolve_devices(
             cast_only_between=tuple(fields.get("cast_only_between") or ()),
             env_overrides=overrides,
             provenance=frozen_map(fields.get("provenance") or {}),
+            vendor=VendorRelease(**fields["vendor"]) if fields.get("vendor") else None,
         )
         resolved[name] = apply_env_overrides(ds, os.environ if environ is None else environ)
     return resolved

@@ -84,6 +84,19 @@ class UnsupportedDtypeRule:
 
 
 @dataclass(frozen=True)
+class VendorRelease:
+    """The out-of-tree package release a device file describes (its ``vendor:`` block)."""
+
+    package: str  # the distribution on the registry, e.g. "torch-xla"
+    version: str  # its release, e.g. "2.9.0"
+    module: str  # what registers the backend when imported, e.g. "torch_xla"
+
+    @property
+    def described(self) -> str:
+        return f"{self.package} {self.version}"
+
+
+@dataclass(frozen=True)
 class DeviceSpec:
     device: str
     dispatch_key: str
@@ -102,6 +115,7 @@ class DeviceSpec:
     env_overrides: tuple[EnvOverride, ...] = ()
     provenance: Mapping[str, Any] = field(default_factory=frozen_map)  # out-of-tree specs: where read
     notes: tuple[str, ...] = ()  # what the load did that the files do not say (env overrides applied)
+    vendor: VendorRelease | None = None  # the vendor release this file describes (out-of-tree)
 
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)

@@ -166,10 +166,12 @@ def describe(v: Any) -> str:
 _PREAMBLE: list[str] = ["import torch"]
 
 
-def set_plugins(plugins: Sequence[str]) -> None:
+def set_plugins(plugins: Sequence[str], backend_modules: Sequence[str] = ()) -> None:
     """The ``-p`` plugins of this run that are modules (``no:NAME`` disables a plugin, and an
-    entry-point name need not be a module: neither is imported)."""
-    _PREAMBLE[1:] = [f"import {p}" for p in plugins if not p.startswith("no:") and _is_module(p)]
+    entry-point name need not be a module: neither is imported), then the modules a vendor's
+    device file names (``vendor.module``: the suite imported them)."""
+    mods = [p for p in plugins if not p.startswith("no:") and _is_module(p)]
+    _PREAMBLE[1:] = [f"import {m}" for m in dict.fromkeys([*mods, *backend_modules])]
 
 
 def _is_module(name: str) -> bool:
