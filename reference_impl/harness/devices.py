@@ -49,7 +49,9 @@ def tensor_context(device: str, fake: bool) -> Iterator[None]:
     if not fake:
         yield
         return
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    # no fallback kernels: an op without a fake implementation raises instead of running the
+    # real kernel on zeros of the device (a policy-only run never hands an op to the device)
+    with FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False):
         yield
 
 

@@ -58,6 +58,7 @@ def counts_table(cols: Sequence[Column]) -> str:
             lines.append(_row(f"`{policy.value}`", n))
     by_dtype = [sum(bool(e.by_dtype) for e in c.spec.ops.values()) for c in cols]
     lines.append(_row("policy depends on the dtype", by_dtype))
+    lines.append(_row("own operators, policy not stated", [len(c.spec.registered_only) for c in cols]))
     releases = [f"{c.spec.vendor.described}, torch `{c.spec.torch_versions}`" if c.spec.vendor else
                 f"torch `{c.spec.torch_versions}`" for c in cols]  # fmt: skip
     lines.append(_row("release described", releases))
