@@ -73,12 +73,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             "lower", [dtype_of(d) for d in target.dtypes], ids=[f"{target.device}-{d}" for d in target.dtypes]
         )
     if "listed_op" in metafunc.fixturenames:
-        listed = [pytest.param(op, id=f"{target.device}-{op}") for op in sorted(target.device_spec.ops)]
+        listed = [
+            pytest.param(op, id=f"{target.device}-{op}")
+            for op in sorted(target.device_spec.ops)
+            if target.selects(op)
+        ]
         absent = [
             pytest.param(
                 op, id=f"{target.device}-{op}", marks=pytest.mark.skip(reason=target.absent_reason(op))
             )
             for op in target.absent_ops
+            if target.selects(op)
         ]
         metafunc.parametrize("listed_op", listed + absent)
 
@@ -100,6 +105,8 @@ def _absent_params(target: Target, category: str) -> list[Any]:
     full = target.spec.devices.get(target.device_spec.device)
     out = []
     for op in target.absent_ops:
+        if not target.selects(op):
+            continue
         entry = full.ops.get(op) if full else None
         owner = registry.category_of(category)
         if entry is None or owner not in registry.expected_categories(entry.policy, target.spec.rules):

@@ -63,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="FakeTensors of the backend's device type: policy tests only, no kernels or hardware",
     )
     g.addoption(
+        "--op",
+        action="append",
+        default=[],
+        metavar="OP",
+        help="only the tests of this op (repeatable; the aten name, e.g. aten::mm): a quick run while "
+        "reviewing one op; the tests of no op (context, threads, ...) run as usual; not with --certify",
+    )
+    g.addoption(
         "--implementation",
         default="native",
         metavar="|".join(IMPLEMENTATIONS),

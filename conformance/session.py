@@ -30,11 +30,12 @@ def options_of(config: pytest.Config) -> Options:
         reference_device=config.getoption("--reference-device"),
         policy_only=bool(config.getoption("--policy-only")),
         implementation=str(config.getoption("--implementation") or "native"),
+        ops=tuple(config.getoption("--op") or ()),
     )
 
 
 def explicit(opts: Options) -> bool:
-    return any((opts.backend, opts.dtype, opts.spec, opts.reference_device, opts.policy_only)) or (
+    return any((opts.backend, opts.dtype, opts.spec, opts.reference_device, opts.policy_only, opts.ops)) or (
         opts.implementation != "native"
     )
 

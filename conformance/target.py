@@ -8,6 +8,7 @@ or raises :class:`TargetError` with one line that names the option and the fix
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import importlib
 from collections.abc import Callable, Collection, Iterator
@@ -47,6 +48,7 @@ class Options:
     reference_device: str | None
     policy_only: bool
     implementation: str = "native"
+    ops: tuple[str, ...] = ()  # --op: only these ops' tests
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,12 @@ class Target:
     # ops the device spec lists that the installed torch does not have (a torch newer than
     # the spec): left out of device_spec, and reported as skipped "not in this torch"
     absent_ops: tuple[str, ...] = ()
+    # --op: the ops whose tests are generated (empty: every op)
+    selected_ops: frozenset[str] = frozenset()
+
+    def selects(self, op: str) -> bool:
+        """Whether the run generates ``op``'s tests (``--op``)."""
+        return not self.selected_ops or op in self.selected_ops
 
     @property
     def version_note(self) -> str:
@@ -230,4 +238,16 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     absent = tuple(sorted(op for op in ds.ops if not op_exists(op)))
     if absent:
         ds = replace(ds, ops={op: e for op, e in ds.ops.items() if op not in absent})
-    return Target(spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation, absent)
+    selected = _selected_ops(opts.ops, spec, ds)
+    return Target(spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation, absent, selected)
+
+
+def _selected_ops(ops: tuple[str, ...], spec: Spec, ds: DeviceSpec) -> frozenset[str]:
+    """``--op`` names: each must be an operator of the installed torch."""
+    for op in ops:
+        if not op_exists(op):
+            known = sorted(set(ds.ops) | set(spec.ops))
+            close = difflib.get_close_matches(op, known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else " (give the aten name, e.g. aten::mm)"
+            raise TargetError(f"--op {op}: not an operator of this torch{hint}")
+    return frozenset(ops)

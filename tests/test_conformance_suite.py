@@ -3,6 +3,7 @@
 - xpu/mps/mtia ``--policy-only`` pass here (no GPU); cpu and cuda: test_self_conformance.py;
 - ``-n 2`` (pytest-xdist) gives the same per-test outcomes;
 - bad options stop before collection with one line, no traceback;
+- ``--op`` keeps exactly one op's tests;
 - the suite is not vacuous: a wrong AutocastCPU kernel planted with torch.library
   (a plugin loaded with ``-p``) makes the op's tests fail.
 """
@@ -10,6 +11,8 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -52,6 +55,7 @@ def test_xdist_gives_the_same_outcomes(tmp_path: Path) -> None:
         (["--backend", "cuda"], "--policy-only"),
         (["--backend", "cpu", "--spec", "/no/such/spec"], "--spec /no/such/spec"),
         (["--backend", "cpu", "--implementation", "mine"], "--implementation mine"),
+        (["--backend", "cpu", "--op", "aten::no_such_op"], "--op aten::no_such_op"),
     ],
 )
 def test_bad_options_are_one_line_usage_errors(args: list[str], needle: str) -> None:
@@ -60,6 +64,21 @@ def test_bad_options_are_one_line_usage_errors(args: list[str], needle: str) -> 
     assert p.returncode == 2, (p.returncode, err)
     assert needle in err and "Traceback" not in err, err
     assert len([ln for ln in err.splitlines() if "usage error:" in ln]) == 1, err
+
+
+def _ids(p: subprocess.CompletedProcess[str]) -> set[str]:
+    """Collected test ids, less the ``[NOTSET]`` placeholders of a test left with no case (skipped)."""
+    return {ln for ln in p.stdout.splitlines() if "::" in ln and not ln.endswith("[NOTSET]")}
+
+
+def test_op_option_keeps_exactly_that_ops_tests() -> None:
+    """``--op aten::mm`` collects every test of aten::mm a full run has, and no other op's."""
+    full = _ids(run_suite("--backend", "cpu", "--co"))
+    mine = _ids(run_suite("--backend", "cpu", "--op", "aten::mm", "--co"))
+    names_mm = re.compile(r"aten::mm[\]-]")
+    assert mine and mine <= full
+    assert {i for i in full if names_mm.search(i)} <= mine
+    assert not {i for i in mine if "aten::" in i and not names_mm.search(i)}
 
 
 PLANTED = '''

@@ -31,7 +31,8 @@ def _listed_as(target: Target, op: str) -> str:
 
 def cases(target: Target) -> list[Case]:
     registered = autocast_registrations(target.dispatch_key)
-    ops = sorted(set(target.device_spec.ops) | set(target.device_spec.registered_only) | registered)
+    listed = set(target.device_spec.ops) | set(target.device_spec.registered_only)
+    ops = sorted(op for op in listed | registered if target.selects(op))
     return [Case("registration", target.device, "", _listed_as(target, op), op) for op in ops]
 
 

@@ -4,7 +4,8 @@ Cases, per dtype under test, with float32 inputs and with lower inputs: every ca
 op the device does not list (other devices list it), and the ops of the registry sample
 (a stable sample of aten ops without an Autocast kernel here, by name hash) and of
 ``rules.unlisted_watchlist`` (ops users often expect autocast to change), called with
-arguments synthesized from their schema.
+arguments synthesized from their schema. With ``--op``, the selected ops the device does
+not list.
 
 Procedure: the call under native autocast, intercepted right below the Autocast key.
 Expectation: its tensors arrive in the dtypes they were given.
@@ -47,14 +48,19 @@ class UnlistedCall:
 
 def cases(target: Target) -> list[Case]:
     listed = frozenset(target.device_spec.ops)
-    catalog = [op for op in sorted(target.spec.ops) if op not in listed and catalogued(target, op)]
-    watch = [
-        op
-        for op in target.spec.rules.unlisted_watchlist
-        if op not in listed and op not in target.spec.ops and synthesizable(op)
-    ]
-    sampled = [op for op in registry_sample(target.dispatch_key, listed) if op not in target.spec.ops]
-    sampled = sorted(set(sampled) | set(watch))
+    if target.selected_ops:  # --op: the selected ops the device does not list, sampled or not
+        pool = sorted(op for op in target.selected_ops if op not in listed)
+        catalog = [op for op in pool if op in target.spec.ops and catalogued(target, op)]
+        sampled = [op for op in pool if op not in target.spec.ops and synthesizable(op)]
+    else:
+        catalog = [op for op in sorted(target.spec.ops) if op not in listed and catalogued(target, op)]
+        watch = [
+            op
+            for op in target.spec.rules.unlisted_watchlist
+            if op not in listed and op not in target.spec.ops and synthesizable(op)
+        ]
+        sampled = [op for op in registry_sample(target.dispatch_key, listed) if op not in target.spec.ops]
+        sampled = sorted(set(sampled) | set(watch))
     return [
         Case("unlisted", target.device, dtype, "unlisted", op, op, variant=UnlistedCall(reg, d), mix=(d,))
         for dtype in target.dtypes

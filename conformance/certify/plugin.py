@@ -47,6 +47,7 @@ DEFAULT_TIMEOUT_S = 300.0
 # Options that narrow or stop the run; --certify refuses them.
 _NARROWING = (
     ("keyword", "-k"),
+    ("op", "--op"),
     ("markexpr", "-m"),
     ("deselect", "--deselect"),
     ("ignore", "--ignore"),

@@ -82,7 +82,7 @@ DISCRIMINATING_MIX: dict[Policy, Mix] = {
 def listed(target: Target, dtype: str | None = None) -> list[tuple[str, Policy]]:
     """The device's listed ops with their policy, by name: under ``dtype`` when given
     (``by_dtype``; an op that passes uncast under it is left out), else as listed."""
-    ops = sorted(target.device_spec.ops.items())
+    ops = sorted((op, e) for op, e in target.device_spec.ops.items() if target.selects(op))
     if dtype is None:
         return [(op, e.policy) for op, e in ops]
     return [(op, p) for op, e in ops if (p := e.policy_under(dtype)) is not None]

@@ -101,7 +101,7 @@ def grad_cases(target: Target) -> list[GradCase]:
     for dtype in target.dtypes:
         for op, entry in sorted(target.device_spec.ops.items()):
             info = target.spec.op_info(op)
-            runs = info is not None and info.fake_kernel and not info.intercept_only
+            runs = info is not None and info.fake_kernel and not info.intercept_only and target.selects(op)
             if entry.policy.value in GRAD_POLICIES and runs:
                 out += [GradCase(op, dtype, v) for v in VARIANTS]
     return out

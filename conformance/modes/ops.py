@@ -57,7 +57,7 @@ def mode_cases(target: Target, modes: tuple[str, ...]) -> list[ModeCase]:
         if mode != "eager"
         for dtype in target.dtypes
         for op in sorted(target.device_spec.ops)
-        if target.spec.op_info(op) is not None
+        if target.spec.op_info(op) is not None and target.selects(op)
         for inputs in INPUTS
     ]
 
