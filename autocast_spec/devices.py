@@ -15,9 +15,9 @@ from typing import Any
 
 from .common import SourceLoc, frozen_map
 from .env_overrides import apply_env_overrides
-from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, UnsupportedDtypeRule
+from .model import DeviceSpec, EnvOverride, KnownBug, OpPolicy, Policy, UnsupportedDtypeRule, VendorRelease
 from .problems import SpecProblem
-from .versions import Applicability
+from .versions import Applicability, specifier_contains
 from .yaml_source import YamlDocument
 
 
@@ -93,6 +93,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
                 note=e.get("note"),
                 by_dtype=_by_dtype(e),
             )
+    fields_bugs = _vendor_bugs(doc, app)
     removes = []
     for i, item in enumerate(d.get("remove") or []):
         e = _entry(item)
@@ -113,10 +114,38 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
             "env_overrides",
             "provenance",
             "not_observed",
+            "vendor",
+            "registered_only",
         )
         if k in d
     }
+    if fields_bugs:
+        fields["known_bugs"] = fields_bugs
     return RawDevice(doc, d["device"], d.get("extends"), ops, removes, fields, SourceLoc(doc.file, 1))
+
+
+def _vendor_bugs(doc: YamlDocument, app: Applicability) -> tuple[KnownBug, ...]:
+    """The file's own ``known_bugs`` for the release read (a vendor's deviations; not inherited)."""
+    d = doc.data
+    out = []
+    for i, b in enumerate(d.get("known_bugs") or []):
+        torch_range = b.get("torch", d["torch"])
+        if not specifier_contains(torch_range, app.version):
+            continue
+        out.append(
+            KnownBug(
+                id=b["id"],
+                check=b["check"],
+                observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
+                reason=b["reason"],
+                source=b["source"],
+                torch_versions=torch_range,
+                loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
+                devices=tuple(b.get("devices", [])),
+                seen_on=b.get("seen_on", ""),
+            )
+        )
+    return tuple(out)
 
 
 def resolve_devices(
@@ -226,6 +255,9 @@ def resolve_devices(
             env_overrides=overrides,
             provenance=frozen_map(fields.get("provenance") or {}),
             not_observed=frozen_map(dict(fields.get("not_observed") or {})),
+            vendor=VendorRelease(**fields["vendor"]) if fields.get("vendor") else None,
+            known_bugs=tuple(fields.get("known_bugs") or ()),
+            registered_only=frozen_map({e["op"]: e["reason"] for e in fields.get("registered_only") or ()}),
         )
         resolved[name] = apply_env_overrides(ds, os.environ if environ is None else environ)
     return resolved

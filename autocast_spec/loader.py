@@ -82,8 +82,9 @@ def load_spec(
     """
     sources = gather(paths)
     kinds = _ByKind.of(sources.docs)
-    ranges = sorted({d.data["torch"] for ds in kinds.devices.values() for d in ds})
-    version = release_to_read(ranges, installed.version, torch_version, nearest)
+    ranges, own = _ranges_to_read(sources, kinds)
+    # the caller's own device files never vanish: a release they do not cover reads their nearest
+    version = release_to_read(ranges, installed.version, torch_version, nearest or own)
     app = Applicability(version, installed.build)
 
     where = sources.files[0].parent.as_posix() if sources.files else "spec"
@@ -138,6 +139,15 @@ def load_spec(
         limitations=tuple(limitations),
         mode_divergences=frozen_map({m: ModeDivergences(m, tuple(xs)) for m, xs in sorted(divs.items())}),
     )
+
+
+def _ranges_to_read(sources: Sources, kinds: _ByKind) -> tuple[list[str], bool]:
+    """The ``torch:`` ranges the release is chosen from, and whether they are the caller's:
+    the caller's device files' when it gave some over the bundled spec (a vendor file paired
+    with torch 2.9 is read for 2.9 wherever it is loaded), else every device file's."""
+    docs = [d for ds in kinds.devices.values() for d in ds]
+    own = [d for d in docs if not sources.is_beneath(d)] if sources.beneath else []
+    return sorted({d.data["torch"] for d in (own or docs)}), bool(own)
 
 
 def _registry_problems(

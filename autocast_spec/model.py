@@ -84,6 +84,19 @@ class UnsupportedDtypeRule:
 
 
 @dataclass(frozen=True)
+class VendorRelease:
+    """The out-of-tree package release a device file describes (its ``vendor:`` block)."""
+
+    package: str  # the distribution on the registry, e.g. "torch-xla"
+    version: str  # its release, e.g. "2.9.0"
+    module: str  # what registers the backend when imported, e.g. "torch_xla"
+
+    @property
+    def described(self) -> str:
+        return f"{self.package} {self.version}"
+
+
+@dataclass(frozen=True)
 class DeviceSpec:
     device: str
     dispatch_key: str
@@ -104,6 +117,10 @@ class DeviceSpec:
     notes: tuple[str, ...] = ()  # what the load did that the files do not say (env overrides applied)
     # ops registered on the key whose policy a generated spec (probe, extract) could not read: op -> why
     not_observed: Mapping[str, str] = field(default_factory=frozen_map)
+    vendor: VendorRelease | None = None  # the vendor release this file describes (out-of-tree)
+    known_bugs: tuple[KnownBug, ...] = ()  # the vendor release's own deviations (its file's known_bugs)
+    # a vendor's own operators registered at the key, policy not stated (op -> why)
+    registered_only: Mapping[str, str] = field(default_factory=frozen_map)
 
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)
@@ -187,6 +204,18 @@ class KnownBug:
     torch_versions: str
     loc: SourceLoc
     devices: tuple[str, ...] = ()  # empty: every device
+    seen_on: str = ""  # a vendor's bug with no public report: the release it was observed on
+
+    def explains(self, check: str, device: str, observed: str) -> bool:
+        """Does this bug account for ``observed`` in ``check`` on ``device``?"""
+        return (
+            self.check == check and observed in self.observed and (not self.devices or device in self.devices)
+        )
+
+    @property
+    def cited(self) -> str:
+        """Its source, or for a vendor's unreported bug the release it was seen on."""
+        return self.source if self.source != "none" else f"no public report; seen on {self.seen_on}"
 
 
 @dataclass(frozen=True)
@@ -205,14 +234,7 @@ class Rules:
 
     def known_bug(self, check: str, device: str, observed: str) -> KnownBug | None:
         """The declared bug of this release explaining ``observed`` in ``check`` on ``device``."""
-        return next(
-            (
-                b
-                for b in self.known_bugs
-                if b.check == check and observed in b.observed and (not b.devices or device in b.devices)
-            ),
-            None,
-        )
+        return next((b for b in self.known_bugs if b.explains(check, device, observed)), None)
 
 
 @dataclass(frozen=True)

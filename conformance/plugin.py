@@ -85,9 +85,12 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in POLICY_MARKERS:
         config.addinivalue_line("markers", f"{name}: ops of the {name} policy")
     config.addinivalue_line("markers", "conformance_cases(name): parametrize 'case' from a spec generator")
-    set_plugins(config.getoption("plugins") or [])  # failure snippets import them
+    plugins = config.getoption("plugins") or []
+    set_plugins(plugins)  # failure snippets import them
     if explicit(options_of(config)):
-        target_of(config)  # a bad option stops here; installs the reference kernels if asked
+        target = target_of(config)  # a bad option stops here; installs the reference kernels if asked
+        vendor = target.device_spec.vendor
+        set_plugins(plugins, (vendor.module,) if vendor else ())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

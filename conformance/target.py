@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import importlib
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,12 @@ from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
 from reference_impl.engine.dtypes import dtype_of
 from reference_impl.engine.torch_registry import op_exists
-from reference_impl.harness.devices import device_is_real, fake_device_supported, tensor_context
+from reference_impl.harness.devices import (
+    adopt_privateuse1,
+    device_is_real,
+    fake_device_supported,
+    tensor_context,
+)
 from reference_impl.harness.state import raw_autocast
 from reference_impl.kernels.reference_autocast import autocast as reference_autocast
 from reference_impl.spectools.installed_spec import load_installed_spec
@@ -152,6 +158,25 @@ def _spec_for_backend(spec: Spec, backend: str) -> Spec:
     )
 
 
+def load_backend(ds: DeviceSpec, backend: str) -> None:
+    """Import the package a vendor's device file names (``vendor.module``), so its device and
+    kernels are registered before the suite looks for them; a PrivateUse1 backend that did not
+    name its device (Google's torch-tpu without a TPU) is named as the spec names it."""
+    if ds.vendor is None:
+        return
+    try:
+        importlib.import_module(ds.vendor.module)
+    except Exception as e:  # ImportError, or the package failing as it loads
+        why = (str(e).strip().splitlines() or [""])[0]
+        raise TargetError(
+            f"--spec {ds.loc.file}: it describes {ds.vendor.described}, whose module "
+            f"{ds.vendor.module!r} does not import ({type(e).__name__}: {why}); "
+            f"install it: pip install {ds.vendor.package}=={ds.vendor.version}"
+        ) from None
+    if ds.dispatch_key == "AutocastPrivateUse1" and backend == ds.device:
+        adopt_privateuse1(backend)
+
+
 def _dtypes_for(ds: DeviceSpec, dtype: str | None) -> tuple[str, ...]:
     if dtype is None:
         return (ds.default_dtype,)
@@ -189,7 +214,10 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     backend = opts.backend or "cpu"
     if opts.implementation not in IMPLEMENTATIONS:
         raise TargetError(f"--implementation {opts.implementation}: use one of {', '.join(IMPLEMENTATIONS)}")
-    spec = _spec_for_backend(_load(opts.spec, categories), backend)
+    loaded = _load(opts.spec, categories)
+    if backend in loaded.devices:
+        load_backend(loaded.devices[backend], backend)
+    spec = _spec_for_backend(loaded, backend)
     ds = spec.devices[backend]
     dtypes = _dtypes_for(ds, opts.dtype)
     for d in dtypes:

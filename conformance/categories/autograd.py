@@ -151,9 +151,12 @@ class GradRun:
     error: str = ""
 
 
-def grad_run(target: Target, case: Case, wrap: Callable[..., Any] | None) -> tuple[Materialized, GradRun]:
+def grad_run(
+    target: Target, case: Case, wrap: Callable[..., Any] | None, enabled: bool = True
+) -> tuple[Materialized, GradRun]:
     """Forward under autocast (through ``wrap(body, *tensors)``, e.g. a checkpoint, when
-    given), backward outside it; the body records its output dtypes on every call."""
+    given; ``enabled=False``: in a disabled region), backward outside it; the body records
+    its output dtypes on every call."""
     lower = dtype_of(case.dtype)
     run = GradRun()
     m = make_inputs(
@@ -176,7 +179,7 @@ def grad_run(target: Target, case: Case, wrap: Callable[..., Any] | None) -> tup
 
     try:
         with quiet():
-            with target.autocast(lower):
+            with target.autocast(lower, enabled=enabled):
                 out = wrap(body, *m.tensors()) if wrap else body(*m.tensors())
             if not out.requires_grad:
                 return m, GradRun(error="the output does not require grad")
@@ -215,9 +218,19 @@ def recompute(target: Target, case: Case) -> Observation:
     if undeclared is not None:
         return undeclared
     reentrant = case.variant.reentrant
-    _, ck = grad_run(target, case, lambda body, *ts: checkpoint(body, *ts, use_reentrant=reentrant))
+
+    def wrapped(body: Callable[..., Any], *ts: torch.Tensor) -> Any:
+        return checkpoint(body, *ts, use_reentrant=reentrant)
+
+    _, ck = grad_run(target, case, wrapped)
     what = f"torch.utils.checkpoint ({case.label.removeprefix('checkpoint_')}) under autocast"
     if ck.error:
+        _, bare = grad_run(target, case, wrapped, enabled=False)
+        if bare.error:  # torch's checkpoint needs a torch.<device> module (torch_xla registers none)
+            not_applicable(
+                f"torch.utils.checkpoint does not run on {target.device} "
+                f"without autocast either: {bare.error}"
+            )
         return Observation(case, CHECKPOINT, f"{what} raised", "runs", f"error: {ck.error}", m)
     calls = max(len(ck.forward_dtypes), 1)
     expected = {

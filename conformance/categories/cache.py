@@ -76,11 +76,19 @@ def cases(target: Target) -> list[Case]:
     by_policy = sorted(
         listed_ops(target, cached), key=lambda lo: (target.dtypes.index(lo.dtype), cached.index(lo.policy))
     )
+    ds = target.device_spec
+
+    def cached_under_both(op: str, dtype: str) -> bool:
+        """The op is cached under the other lower dtype too (not so where its policy follows
+        the dtype, ``by_dtype``: IPEX's _addmm_activation is fp32 under float16)."""
+        others = [d for d in ds.supported_dtypes if d != dtype]
+        return two_dtypes and all(ds.ops[op].policy_under(d) in cached for d in others)
+
     return [
         Case("cache", target.device, lo.dtype, lo.policy.value, lo.op, lo.op, variant=s)
         for lo in by_policy
         for s in Scenario
-        if s is not Scenario.OTHER_DTYPE or two_dtypes
+        if s is not Scenario.OTHER_DTYPE or cached_under_both(lo.op, lo.dtype)
     ]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from autocast_spec.catalog import EntryPoint, Sample
 from reference_impl.engine.dtypes import dtype_name, dtype_of
@@ -45,8 +46,15 @@ class Outcome:
 
 
 def capture(fn: Callable[[], Any]) -> Outcome:
+    """``fn()``'s output or error. Outputs on a device are copied to the host once inside the
+    call: a lazy backend (torch_xla) runs, and raises, only when a value is read, and an
+    error raised then is the call's, not the comparison's."""
     try:
-        return Outcome(value=fn())
+        value = fn()
+        for t in output_tensors(value):
+            if t.device.type not in ("cpu", "meta") and not isinstance(t, FakeTensor):
+                t.to("cpu")
+        return Outcome(value=value)
     except Exception as e:
         return Outcome(error=e)
 

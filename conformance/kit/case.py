@@ -152,8 +152,11 @@ def count_test_floats(sample: Sample) -> int:
 
 def sentinel_op(target: Target, policy: Policy = Policy.LOWER_PRECISION_FP) -> str | None:
     """The first op (by name) of ``policy`` with a sample of at least two test-float tensors,
-    else one: the op the context, cache and mode tests watch to see whether autocast acts."""
-    ops = [op for op in target.device_spec.ops_with(policy) if catalogued(target, op)]
+    else one: the op the context, cache and mode tests watch to see whether autocast acts.
+    An op whose policy depends on the dtype (``by_dtype``, IPEX) is not taken: the tests
+    watch it under every dtype."""
+    ds = target.device_spec
+    ops = [op for op in ds.ops_with(policy) if catalogued(target, op) and not ds.ops[op].by_dtype]
     for op in ops:
         if count_test_floats(target.spec.ops[op].samples[0]) > 1:
             return op

@@ -97,11 +97,23 @@ class Sentinel:
         catch them at the backend key instead (inference_mode skips the Autograd key)."""
         key = autograd_key_for(self.target.dispatch_key)
         if below_autograd:
-            key = getattr(torch._C.DispatchKey, self.target.dispatch_key.removeprefix("Autocast"))
+            key = self._below_autograd()
         with quiet(), intercept(self.op, key) as calls, contextlib.suppress(Intercepted):
             call_entry(self.op, self.op, self.inputs)
         assert calls, f"{self.op} did not reach the kernel below Autocast"
         return [*calls[0].args, *calls[0].kwargs.values()]
+
+    def _below_autograd(self) -> torch._C.DispatchKey:
+        """The first key the inputs carry below Autograd: the backend's (CPU), or a layer above
+        it (Functionalize, where torch_xla decomposes composite ops before its backend key)."""
+        backend = getattr(torch._C.DispatchKey, self.target.dispatch_key.removeprefix("Autocast"))
+        first = next(iter(self.inputs.tensors()), None)
+        if first is None:
+            return backend
+        names = str(torch._C._dispatch_keys(first)).removeprefix("DispatchKeySet(").rstrip(")").split(", ")
+        above = ("Autograd", "ADInplaceOrView", "Autocast", "Python", "Functorch", "Batched", "Fake")
+        below = [n for n in names if not n.startswith(above)]  # lowest priority first
+        return getattr(torch._C.DispatchKey, below[-1]) if below else backend
 
 
 def make_sentinel(target: Target, requires_grad: bool = False) -> Sentinel:

@@ -6,7 +6,8 @@ A check observes what the backend did and says what the spec expects, both as va
 * passes when they are equal;
 * reports an xfail when the spec declares exactly that observation: a known bug of this
   torch release for this check and device (``spec/rules.yaml`` ``known_bugs``: the reason
-  starts ``known bug <id> (<source>)``), or the declaration the check passes along (a
+  starts ``known bug <id> (<source>)``) or of the vendor release the device file describes
+  (its own ``known_bugs``), or the declaration the check passes along (a
   functorch gap, a mode divergence: the reason starts with its kind);
 * fails otherwise, with what differs, the inputs, the facts the check gathered, any
   declaration for the check that did not match, and a reproduction to paste.
@@ -107,14 +108,15 @@ def expect(target: Target, obs: Observation) -> None:
             )
         return
     seen = label(obs.observed)
-    bug = target.spec.rules.known_bug(obs.check, target.device, seen)
+    declared = (*target.spec.rules.known_bugs, *target.device_spec.known_bugs)  # torch's, the vendor's
+    bug = next((b for b in declared if b.explains(obs.check, target.device, seen)), None)
     if bug is not None:
-        pytest.xfail(xfail_reason(bug.id, bug.source, bug.reason))
+        pytest.xfail(xfail_reason(bug.id, bug.cited, bug.reason))
     if obs.declared is not None and obs.declared.explains(obs.observed):
         pytest.xfail(f"{obs.declared.kind}: {obs.declared.reason}")
     notes = [
         f"declared known bug {b.id} ({b.loc}) observes: {' | '.join(b.observed)}"
-        for b in target.spec.rules.known_bugs
+        for b in declared
         if b.check == obs.check
     ]
     d = obs.declared
@@ -166,10 +168,12 @@ def describe(v: Any) -> str:
 _PREAMBLE: list[str] = ["import torch"]
 
 
-def set_plugins(plugins: Sequence[str]) -> None:
+def set_plugins(plugins: Sequence[str], backend_modules: Sequence[str] = ()) -> None:
     """The ``-p`` plugins of this run that are modules (``no:NAME`` disables a plugin, and an
-    entry-point name need not be a module: neither is imported)."""
-    _PREAMBLE[1:] = [f"import {p}" for p in plugins if not p.startswith("no:") and _is_module(p)]
+    entry-point name need not be a module: neither is imported), then the modules a vendor's
+    device file names (``vendor.module``: the suite imported them)."""
+    mods = [p for p in plugins if not p.startswith("no:") and _is_module(p)]
+    _PREAMBLE[1:] = [f"import {m}" for m in dict.fromkeys([*mods, *backend_modules])]
 
 
 def _is_module(name: str) -> bool:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
 from pathlib import Path
 
+from ..harness.devices import adopt_privateuse1
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbedDevice, ProbeError, probed_data, probed_yaml
 from .common import EXIT_OK, UsageError, write_out
@@ -28,6 +30,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--table",
         action="store_true",
         help="print only the op -> policy table instead of a whole device spec",
+    )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first: the package that registers an out-of-tree backend "
+        "(torch_xla, intel_extension_for_pytorch; a PrivateUse1 backend it leaves unnamed "
+        "is named --device); repeatable",
+    )
+    p.add_argument(
+        "--every-dtype",
+        action="store_true",
+        help="observe each op under every supported lower dtype and write 'by_dtype' where the "
+        "policy differs (by default: the device's default dtype only)",
     )
     p.add_argument("--policy-only", nargs=0, action=_RenamedToTable, help=argparse.SUPPRESS)
     p.add_argument("--format", choices=["yaml", "json"], default="yaml")
@@ -67,10 +85,17 @@ class _TerminalProgress:
 
 
 def run(args: argparse.Namespace) -> int:
+    for module in args.imports:
+        try:
+            importlib.import_module(module)
+        except Exception as e:
+            raise UsageError(f"--import {module}: {type(e).__name__}: {str(e).strip()[:200]}") from None
+    if args.imports and adopt_privateuse1(args.device):
+        sys.stderr.write(f"note: the PrivateUse1 backend was unnamed; named {args.device}\n")
     progress = _TerminalProgress(args.device)
     start = time.perf_counter()
     try:
-        probed = probe_with_bundled(args.device, progress=progress)
+        probed = probe_with_bundled(args.device, progress=progress, every_dtype=args.every_dtype)
     except ProbeError as e:
         raise UsageError(f"--device {args.device}: {e}") from None
     progress.done(probed, time.perf_counter() - start)

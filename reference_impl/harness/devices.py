@@ -3,21 +3,45 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 
+@functools.cache
 def device_is_real(device: str) -> bool:
+    """Does ``device`` hold real tensors in this process? Asked of the backend itself: a tensor
+    made there is of that device type and carries an Autocast dispatch key. A device module
+    that says it is unavailable is believed without trying (creating a tensor there may abort);
+    a backend that registers no ``torch.<device>`` module (torch_xla) is tried."""
     if device == "cpu":
         return True
     mod = getattr(torch, device, None)
     is_available = getattr(mod, "is_available", None)
     try:
-        return bool(is_available()) if callable(is_available) else False
+        if callable(is_available) and not is_available():
+            return False
+        t = torch.empty(1, device=device)
+        return t.device.type == device and "Autocast" in str(torch._C._dispatch_keys(t))
     except Exception:
         return False
+
+
+def adopt_privateuse1(device: str) -> bool:
+    """Name the PrivateUse1 backend ``device`` when a loaded backend left it unnamed and torch
+    knows no autocast device of that name (Google's torch-tpu names it only where a TPU is
+    found); True when it did. The name is the process's for good, as torch allows one rename."""
+    if torch._C._get_privateuse1_backend_name() != "privateuseone":
+        return False
+    try:
+        if torch.amp.is_autocast_available(device):
+            return False
+    except RuntimeError:  # not a device type torch knows
+        pass
+    torch.utils.rename_privateuse1_backend(device)
+    return True
 
 
 @contextlib.contextmanager
@@ -25,7 +49,9 @@ def tensor_context(device: str, fake: bool) -> Iterator[None]:
     if not fake:
         yield
         return
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    # no fallback kernels: an op without a fake implementation raises instead of running the
+    # real kernel on zeros of the device (a policy-only run never hands an op to the device)
+    with FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False):
         yield
 
 

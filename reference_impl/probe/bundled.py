@@ -56,9 +56,13 @@ def bundled_device(device: str) -> BundledDevice | None:
     return BundledDevice(ds, version, installed) if ds is not None and version else None
 
 
-def probe_with_bundled(device: str, progress: Progress | None = None) -> ProbedDevice:
+def probe_with_bundled(
+    device: str, progress: Progress | None = None, every_dtype: bool = False
+) -> ProbedDevice:
     """Probe ``device``, filling what cannot be observed here from :func:`bundled_device`."""
     bundled = bundled_device(device)
     if bundled is None:
-        return probe_device(device, None, progress=progress)
-    return probe_device(device, bundled.spec, progress=progress, bundled_from=bundled.source)
+        return probe_device(device, None, progress=progress, every_dtype=every_dtype)
+    return probe_device(
+        device, bundled.spec, progress=progress, bundled_from=bundled.source, every_dtype=every_dtype
+    )

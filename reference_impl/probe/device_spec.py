@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import torch
 
 from autocast_spec.common import SourceLoc, frozen_map
-from autocast_spec.model import DeviceSpec, OpPolicy, UnsupportedDtypeRule
+from autocast_spec.model import DeviceSpec, OpPolicy, Policy, UnsupportedDtypeRule
 
-from ..engine.dtypes import dtype_name
+from ..engine.dtypes import dtype_name, dtype_of
 from ..engine.torch_registry import installed_torch_version, parse_release
 from .observe import DeviceObservation, observe_device
 from .render import ObservedPolicy, device_data, device_yaml
@@ -135,10 +135,13 @@ def probe_device(
     bundled: DeviceSpec | None = None,
     progress: Progress | None = None,
     bundled_from: str = "the bundled spec",
+    every_dtype: bool = False,
 ) -> ProbedDevice:
     """Probe ``device`` in the installed torch. ``bundled`` fills what cannot be observed here.
 
     ``bundled_from`` names ``bundled`` in the notes (which release it was read for).
+    ``every_dtype``: observe each op under every supported lower dtype, not only the default
+    one; where the policy differs, the entry says so (``by_dtype``; IPEX's kernels).
     """
     check_probeable(device)
     key = bundled.dispatch_key if bundled else dispatch_key_for(device)
@@ -182,6 +185,8 @@ def probe_device(
             why = o.error if o is not None else obs.unobservable_reason
             unresolved[op] = why or "no cast observed"
 
+    if every_dtype and facts is not None and not obs.unobservable_reason:
+        _fold_other_dtypes(ops, unresolved, obs, facts, key, progress)
     if facts is None:
         if bundled is None:
             raise ProbeError(f"{device}: {facts_reason}, and no bundled spec gives its dtypes")
@@ -210,8 +215,43 @@ def probe_device(
     return ProbedDevice(spec, version, obs, borrowed, unresolved)
 
 
+def _fold_other_dtypes(
+    ops: dict[str, OpPolicy],
+    unresolved: dict[str, str],
+    obs: DeviceObservation,
+    facts: DtypeFacts,
+    key: str,
+    progress: Progress | None,
+) -> None:
+    """Observe every registered op under the other supported dtypes too; an op whose policy
+    differs gets ``by_dtype`` (None: it passes uncast under that dtype, a cast observed under
+    none of them leaves it unresolved)."""
+    by_dtype: dict[str, dict[str, Policy | None]] = {op: {facts.default_dtype: None} for op in unresolved}
+    for e in ops.values():
+        by_dtype[e.op] = {facts.default_dtype: e.policy}
+    for other in facts.supported_dtypes:
+        if other == facts.default_dtype:
+            continue
+        seen = observe_device(obs.device, key, dtype_of(other), progress=progress)
+        for op in by_dtype:
+            o = seen.observations.get(op)
+            by_dtype[op][other] = (
+                o.policy if o is not None and o.error is None else by_dtype[op][facts.default_dtype]
+            )
+    for op, policies in by_dtype.items():
+        known = [p for p in policies.values() if p is not None]
+        if not known:
+            continue
+        main = policies[facts.default_dtype] or known[0]
+        loc = ops[op].loc if op in ops else SourceLoc(f"probe:{obs.device}", 0)
+        message = ops[op].message if op in ops else None
+        diff = frozen_map({dt: p for dt, p in policies.items() if p is not main})
+        ops[op] = OpPolicy(op, main, loc, message=message, by_dtype=diff)
+        unresolved.pop(op, None)
+
+
 def _observed_policies(ops: Mapping[str, OpPolicy]) -> dict[str, ObservedPolicy]:
-    return {op: ObservedPolicy(e.policy, e.message, e.note) for op, e in ops.items()}
+    return {op: ObservedPolicy(e.policy, e.message, e.note, by_dtype=e.by_dtype) for op, e in ops.items()}
 
 
 def probed_yaml(probed: ProbedDevice) -> str:

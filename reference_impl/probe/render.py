@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autocast_spec.model import POLICY_ORDER, DeviceSpec, Policy
 
@@ -15,11 +15,20 @@ class ObservedPolicy:
     message: str | None = None
     note: str | None = None
     build: str | None = None  # a build feature the entry holds only in (``build:``)
+    by_dtype: Mapping[str, Policy | None] = field(default_factory=dict)  # the policy under another dtype
 
 
 def _extra(o: ObservedPolicy) -> dict[str, str]:
     """The fields of an entry beyond its name, in the order the file writes them."""
     return {k: v for k, v in (("build", o.build), ("message", o.message), ("note", o.note)) if v}
+
+
+def _by_dtype_text(o: ObservedPolicy) -> str:
+    """``by_dtype: {float16: fp32, bfloat16: none}``, or "" when the policy is the same under every dtype."""
+    if not o.by_dtype:
+        return ""
+    inner = ", ".join(f"{dt}: {p.value if p else 'none'}" for dt, p in sorted(o.by_dtype.items()))
+    return f"by_dtype: {{{inner}}}"
 
 
 def _quote(s: str) -> str:
@@ -65,9 +74,10 @@ def render_device_yaml(
         lines.append(f"  {policy.value}:")
         for op in names:
             extra = _extra(ops[op])
-            if extra:
+            by_dtype = _by_dtype_text(ops[op])
+            if extra or by_dtype:
                 parts = [f"op: {op}"] + [f"{k}: {v if k == 'build' else _quote(v)}" for k, v in extra.items()]
-                lines.append("    - {" + ", ".join(parts) + "}")
+                lines.append("    - {" + ", ".join(parts + ([by_dtype] if by_dtype else [])) + "}")
             else:
                 lines.append(f"    - {op}")
     if not_observed:

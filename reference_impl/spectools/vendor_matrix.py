@@ -1,7 +1,8 @@
 """The cross-backend matrix: the built-in cuda and cpu beside the out-of-tree vendor specs.
 
 Each vendor file of ``spec/vendors/`` is loaded on its own (overlaid on the bundled
-spec, as ``--spec`` does), so IPEX's ``cpu`` stands beside PyTorch's. Two tables:
+spec, as ``--spec`` does) for the torch releases its vendor release pairs with, so IPEX's
+``cpu`` stands beside PyTorch's. Two tables:
 :func:`counts_table` (ops per policy, and the device-wide rules; for the README) and
 :func:`ops_table` (every op some column lists and not all list alike; for
 docs/spec-diff.md). Nothing here names an op or a vendor: both come from the files.
@@ -39,7 +40,8 @@ def columns(torch_version: str | None = None) -> list[Column]:
     out = [Column(name, bundled.devices[name]) for name in BUILTIN_COLUMNS]
     for f in vendor_files():
         device = str(read_yaml(f, str(f)).data["device"])
-        spec = load_installed_spec([f], torch_version=torch_version, check_registry=False)
+        # each vendor file is read for the torch releases its vendor release pairs with
+        spec = load_installed_spec([f], check_registry=False)
         out.append(Column(f"{device} ({f.stem})", spec.devices[device]))
     return out
 
@@ -56,6 +58,10 @@ def counts_table(cols: Sequence[Column]) -> str:
             lines.append(_row(f"`{policy.value}`", n))
     by_dtype = [sum(bool(e.by_dtype) for e in c.spec.ops.values()) for c in cols]
     lines.append(_row("policy depends on the dtype", by_dtype))
+    lines.append(_row("own operators, policy not stated", [len(c.spec.registered_only) for c in cols]))
+    releases = [f"{c.spec.vendor.described}, torch `{c.spec.torch_versions}`" if c.spec.vendor else
+                f"torch `{c.spec.torch_versions}`" for c in cols]  # fmt: skip
+    lines.append(_row("release described", releases))
     lines.append(_row("default dtype", [c.spec.default_dtype for c in cols]))
     lines.append(_row("weight-cast cache", ["yes" if c.spec.cast_cache else "**no**" for c in cols]))
     pairs = [" ↔ ".join(c.spec.cast_only_between) if c.spec.cast_only_between else "any" for c in cols]

@@ -20,7 +20,7 @@ its result in the lower dtype. Environment switches plant what a vendor must
 not ship, for the tests of the tests:
 
 ``NPU_SIM_SPEC=path.yaml``, ``NPU_SIM_NAME=tpu``  another vendor's device spec, and its device
-                                           name (spec/vendors/torch_npu.yaml, torch_tpu.yaml)
+                                           name (spec/vendors/torch_npu.yaml, sophgo_torch_tpu.yaml)
 ``NPU_SIM_DEVIATE=aten::op=policy[,...]``  register ``op`` with another policy than the spec says
 ``NPU_SIM_ABORT=aten::op``                  the kernel of ``op`` calls ``os.abort()`` once: the
                                            first call with eligible inputs, in any process,

@@ -1,0 +1,89 @@
+"""Vendor device files tied to a vendor release: ``vendor:`` (package, version, module), the
+torch range it pairs with, its own ``known_bugs`` and ``registered_only`` operators, and the
+suite importing the module itself (no ``-p`` plugin)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autocast_spec.problems import SpecError
+from conformance.target import Options, TargetError, resolve_target
+from reference_impl.spectools.installed_spec import load_installed_spec
+from reference_impl.spectools.vendor_matrix import vendor_files
+
+HEAD = (
+    "kind: device\ndevice: {device}\ndispatch_key: AutocastCPU\nbuiltin: false\ntorch: '>=2.8,<2.16'\n"
+    "default_dtype: bfloat16\nsupported_dtypes: [bfloat16]\n"
+)
+
+
+def _file(tmp_path: Path, body: str, device: str = "cpu") -> Path:
+    f = tmp_path / "vendor.yaml"
+    f.write_text(HEAD.format(device=device) + body, encoding="utf-8")
+    return f
+
+
+def test_probed_vendor_files_name_their_release() -> None:
+    probed = 0
+    for f in vendor_files():
+        ds = next(d for d in load_installed_spec([f], check_registry=False).devices.values() if d.provenance)
+        if ds.vendor is None:
+            continue
+        probed += 1
+        assert ds.provenance["release"] == ds.vendor.version, f
+        assert ds.provenance["how"] in ("probed", "extracted", "by_hand"), f
+    assert probed >= 3, "torch_xla, IPEX and Google's torch-tpu name their release"
+
+
+def test_a_vendor_module_that_does_not_import_is_a_usage_error(tmp_path: Path) -> None:
+    f = _file(
+        tmp_path,
+        "vendor: {package: acme-torch, version: '1.2.3', module: acme_torch_not_installed}\n"
+        "ops:\n  lower_precision_fp: [aten::mm]\n",
+    )
+    with pytest.raises(TargetError) as e:
+        resolve_target(Options("cpu", None, (str(f),), None, False))
+    assert "pip install acme-torch==1.2.3" in str(e.value) and "acme_torch_not_installed" in str(e.value)
+
+
+def test_a_vendor_module_is_imported_by_the_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "acme_vendor_probe_mod.py").write_text("IMPORTED = True\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    f = _file(
+        tmp_path,
+        "vendor: {package: acme-torch, version: '1.2.3', module: acme_vendor_probe_mod}\n"
+        "ops:\n  lower_precision_fp: [aten::mm]\n",
+    )
+    t = resolve_target(Options("cpu", None, (str(f),), None, False))
+    import sys
+
+    assert "acme_vendor_probe_mod" in sys.modules and t.device_spec.vendor is not None
+
+
+def test_vendor_known_bug_without_source_needs_seen_on(tmp_path: Path) -> None:
+    bug = (
+        "known_bugs:\n  - id: acme-bug\n    check: context.unsupported_dtype\n"
+        "    observed: 'x'\n    reason: seen\n    source: none\n"
+    )
+    with pytest.raises(SpecError) as e:
+        load_installed_spec([_file(tmp_path, bug)])
+    assert "seen_on" in str(e.value)
+    spec = load_installed_spec([_file(tmp_path, bug + "    seen_on: 'acme 1.2.3, torch 2.13.0'\n")])
+    (b,) = spec.devices["cpu"].known_bugs
+    assert b.explains("context.unsupported_dtype", "cpu", "x") and "acme 1.2.3" in b.cited
+    assert not b.explains("context.unsupported_dtype", "cpu", "y")
+
+
+def test_registered_only_operators_get_a_registration_case(tmp_path: Path) -> None:
+    from conformance.categories import registration
+
+    f = _file(
+        tmp_path,
+        "registered_only:\n  - {op: aten::mm, reason: a vendor operator stand-in}\n"
+        "ops:\n  fp32: [aten::addmm]\n",
+    )
+    t = resolve_target(Options("cpu", None, (str(f),), None, False))
+    by_op = {c.op: c.policy for c in registration.cases(t)}
+    assert by_op["aten::mm"] == registration.REGISTERED_ONLY and by_op["aten::addmm"] == "fp32"
