@@ -261,3 +261,26 @@ def test_condition_evaluation(expr: str, want: bool | None) -> None:
     for d in ("HAVE_X", "VERSION 0x0204", "TWICE(n) ((n) * 2)"):
         table.define(parse_define(tokenize(d, "d.h")[0].tokens))
     assert evaluate(list(tokenize(expr, "c.h")[0].tokens), table) is want
+
+
+@pytest.mark.parametrize(
+    ("source", "device", "vendor"),
+    [("xla_style.cpp", "xla", "torch_xla.yaml"), ("vendor_privateuse1_forms.cpp", "npu", "torch_npu.yaml")],
+)
+def test_vendor_device_takes_its_bundled_dtypes(source: str, device: str, vendor: str) -> None:
+    """--device naming a device of a bundled vendor spec: the dtypes (default, supported, the
+    unsupported-dtype rule) are that spec's, and the header says where they came from."""
+    from autocast_spec.files import vendor_spec_dir
+    from reference_impl.spectools.installed_spec import load_installed_spec
+
+    out = _extract(FIXTURES / source, ["--device", device])
+    want = load_installed_spec(
+        [vendor_spec_dir() / vendor], torch_version=installed_torch_version(), check_registry=False
+    ).devices[device]
+    got = out.spec
+    assert (got.default_dtype, got.supported_dtypes, got.unsupported_dtype) == (
+        want.default_dtype,
+        want.supported_dtypes,
+        want.unsupported_dtype,
+    ), _repro(FIXTURES / source, ["--device", device])
+    assert any(f"vendors/{vendor}" in n for n in out.notes), out.notes

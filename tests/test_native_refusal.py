@@ -40,7 +40,7 @@ _LIB.impl("mm", _mm, "CPU")
 
 DECLARED = (
     '    - {op: "aten::mm", dtype: bfloat16, inputs: float32, observed: "float32", '
-    'reason: "planted", condition: "the planted kernel accepts bfloat16"}\n'
+    'reason: "planted", condition: "the planted kernel accepts bfloat16", source: none, seen_on: "2.13"}\n'
 )
 
 
