@@ -20,7 +20,7 @@ import torch
 from autocast_spec.model import Policy
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.torch_registry import op_overload
-from reference_impl.harness.calls import Call, Intercepted, autograd_key_for, intercept
+from reference_impl.harness.calls import Call, Intercepted, autograd_key_for, intercept, intercept_registered
 from reference_impl.harness.samples import Materialized, first_tensor, resolve_entry_point
 from reference_impl.harness.state import quiet
 
@@ -44,6 +44,23 @@ def intercepted(
     key = autograd_key_for(target.dispatch_key)
     error: BaseException | None = None
     with quiet(), target.autocast(lower, enabled), intercept(op, key) as calls:
+        try:
+            fn()
+        except Intercepted:
+            pass
+        except Exception as e:
+            error = e
+    return calls, error
+
+
+def intercepted_registered(
+    target: Target, lower: torch.dtype, op: str, fn: Callable[[], Any]
+) -> tuple[list[Call], BaseException | None]:
+    """:func:`intercepted`, with the recording kernel registered for the C++ dispatcher
+    (:func:`reference_impl.harness.calls.intercept_registered`)."""
+    key = autograd_key_for(target.dispatch_key)
+    error: BaseException | None = None
+    with quiet(), target.autocast(lower), intercept_registered(op, key) as calls:
         try:
             fn()
         except Intercepted:
