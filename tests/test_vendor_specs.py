@@ -245,6 +245,7 @@ RUNS = {
     "ipex": ([], {}),
     "torch_npu": (["-p", "npu_backend"], {"NPU_SIM_NAME": "npu"}),
     "sophgo_torch_tpu": (["-p", "npu_backend"], {"NPU_SIM_NAME": "tpu"}),
+    "google_torch_tpu": (["-p", "npu_backend"], {"NPU_SIM_NAME": "tpu"}),
 }
 
 
