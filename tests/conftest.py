@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+import tempfile
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -8,6 +11,15 @@ from autocast_spec.model import Spec
 from reference_impl.spectools.installed_spec import load_installed_spec
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+
+# About 150 suite runs in subprocesses (mutants, real bugs) each import the project and
+# rewrite its asserts: with PYTHONDONTWRITEBYTECODE set (as on some CI hosts) every one
+# compiles them again (about 1.2 s of CPU a run). The children keep their bytecode in a
+# directory of their own under the temporary directory, never beside the sources.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None and "PYTHONPYCACHEPREFIX" not in os.environ:
+    os.environ["PYTHONPYCACHEPREFIX"] = str(
+        Path(tempfile.gettempdir()) / f"autocast-conformance-pyc-{os.getuid()}"
+    )
 
 
 @pytest.fixture(scope="session")

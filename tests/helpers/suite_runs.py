@@ -2,7 +2,8 @@
 
 Shared by the suite tests, the self-conformance tests, the mutation harness and the
 real-bug harness (:class:`SuiteRun`, :func:`run_injected`: a selection run with a
-deviation installed by a ``-p`` plugin named in an environment variable; the helpers of
+deviation installed by a ``-p`` plugin named in an environment variable, forked from a
+warm process (helpers/warm.py); the helpers of
 the tables in docs/proving.md).
 """
 
@@ -17,6 +18,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from helpers import warm
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -127,7 +130,8 @@ def run_injected(selection: Sequence[str], injected: str | None, *, plugin: str,
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "junit.xml"
         env = with_tests_on_path({env_var: injected or ""})
-        p = run_suite(*selection, "-p", plugin, f"--junitxml={xml}", env_extra=env, paths=())
+        args = ("-q", "-p", "no:cacheprovider", *selection, "-p", plugin, f"--junitxml={xml}")
+        p = warm.run(args, env, timeout=900)
         results = outcomes(xml) if xml.exists() else {}
         reasons = skip_reasons(xml) if xml.exists() else {}
     return SuiteRun(tuple(selection), injected, p.returncode, results, summary(p), plugin, env_var, reasons)
