@@ -25,7 +25,7 @@ from reference_impl.harness.samples import Materialized
 from ..kit.case import Case, catalogued
 from ..kit.dispatcher import registry_sample, synthesizable
 from ..kit.inputs import make_inputs, resolve_mix
-from ..kit.intercept import arrived, intercepted, intercepted_registered, tensor_dtypes
+from ..kit.intercept import arrived, intercepted, tensor_dtypes
 from ..kit.verdict import Observation
 from ..target import Target
 from .eligibility import leaves_alone
@@ -88,7 +88,7 @@ def untouched(target: Target, case: Case) -> Observation:
         fn = op_overload(case.op)
         calls, err = intercepted(target, lower, case.op, lambda: fn(*m.args, **m.kwargs))
         if err is None and arrived(calls, case.op) is None:  # not seen by the Python dispatcher
-            calls, err = intercepted_registered(target, lower, case.op, lambda: fn(*m.args, **m.kwargs))
+            calls, err = intercepted(target, lower, case.op, lambda: fn(*m.args, **m.kwargs), registered=True)
     why = f"{case.op} is not in the {target.device} spec: it must run in its input dtype"
     given = tensor_dtypes([*m.args, *m.kwargs.values()])
     return leaves_alone(case, m, given, arrived(calls, case.op), case.op, err, why, check=UNTOUCHED)

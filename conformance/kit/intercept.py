@@ -37,30 +37,21 @@ def call_entry(op: str, entry: str, m: Materialized) -> Any:
 
 
 def intercepted(
-    target: Target, lower: torch.dtype, op: str, fn: Callable[[], Any], enabled: bool = True
+    target: Target,
+    lower: torch.dtype,
+    op: str,
+    fn: Callable[[], Any],
+    enabled: bool = True,
+    registered: bool = False,
 ) -> tuple[list[Call], BaseException | None]:
     """The calls to ``op``'s name that arrive right below the backend's Autocast key while
-    ``fn`` runs under the autocast under test (``enabled`` or not), and any other error."""
-    key = autograd_key_for(target.dispatch_key)
-    error: BaseException | None = None
-    with quiet(), target.autocast(lower, enabled), intercept(op, key) as calls:
-        try:
-            fn()
-        except Intercepted:
-            pass
-        except Exception as e:
-            error = e
-    return calls, error
-
-
-def intercepted_registered(
-    target: Target, lower: torch.dtype, op: str, fn: Callable[[], Any]
-) -> tuple[list[Call], BaseException | None]:
-    """:func:`intercepted`, with the recording kernel registered for the C++ dispatcher
+    ``fn`` runs under the autocast under test (``enabled`` or not), and any other error.
+    ``registered``: watch overload ``op`` with a kernel the C++ dispatcher sees
     (:func:`reference_impl.harness.calls.intercept_registered`)."""
     key = autograd_key_for(target.dispatch_key)
     error: BaseException | None = None
-    with quiet(), target.autocast(lower), intercept_registered(op, key) as calls:
+    watch = intercept_registered if registered else intercept
+    with quiet(), target.autocast(lower, enabled), watch(op, key) as calls:
         try:
             fn()
         except Intercepted:
