@@ -97,21 +97,28 @@ def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
     return out
 
 
-def _known_bugs(doc: YamlDocument, version: str) -> tuple[KnownBug, ...]:
-    return tuple(
-        KnownBug(
-            id=b["id"],
-            check=b["check"],
-            observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
-            reason=b["reason"],
-            source=cited(b),
-            torch_versions=b["torch"],
-            loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
-            devices=tuple(b.get("devices", [])),
+def known_bugs_of(doc: YamlDocument, version: str, default_range: str = "") -> tuple[KnownBug, ...]:
+    """The ``known_bugs`` of ``doc`` that hold for ``version`` (an entry without ``torch``:
+    ``default_range``, a vendor device file's own range)."""
+    out = []
+    for i, b in enumerate(doc.data.get("known_bugs") or []):
+        torch_range = b.get("torch", default_range)
+        if not specifier_contains(torch_range, version):
+            continue
+        out.append(
+            KnownBug(
+                id=b["id"],
+                check=b["check"],
+                observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
+                reason=b["reason"],
+                source=b["source"],
+                torch_versions=torch_range,
+                loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
+                devices=tuple(b.get("devices", [])),
+                seen_on=b.get("seen_on", ""),
+            )
         )
-        for i, b in enumerate(doc.data.get("known_bugs", []))
-        if specifier_contains(b["torch"], version)
-    )
+    return tuple(out)
 
 
 def build_rules(doc: YamlDocument, version: str) -> Rules:
@@ -139,7 +146,7 @@ def build_rules(doc: YamlDocument, version: str) -> Rules:
         promote=PromoteRule(
             d["promote"]["foreign_float"]["action"], d["promote"]["foreign_float"]["message"]
         ),
-        known_bugs=_known_bugs(doc, version),
+        known_bugs=known_bugs_of(doc, version),
     )
 
 

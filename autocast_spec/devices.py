@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .builders import known_bugs_of
 from .common import SourceLoc, frozen_map
 from .env_overrides import apply_env_overrides
-from .model import DeviceSpec, EnvOverride, KnownBug, OpPolicy, Policy, UnsupportedDtypeRule, VendorRelease
+from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, UnsupportedDtypeRule, VendorRelease
 from .problems import SpecProblem
-from .versions import Applicability, specifier_contains
+from .versions import Applicability
 from .yaml_source import YamlDocument
 
 
@@ -93,7 +94,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
                 note=e.get("note"),
                 by_dtype=_by_dtype(e),
             )
-    fields_bugs = _vendor_bugs(doc, app)
+    fields_bugs = known_bugs_of(doc, app.version, d["torch"])  # the vendor's own, not inherited
     removes = []
     for i, item in enumerate(d.get("remove") or []):
         e = _entry(item)
@@ -122,30 +123,6 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
     if fields_bugs:
         fields["known_bugs"] = fields_bugs
     return RawDevice(doc, d["device"], d.get("extends"), ops, removes, fields, SourceLoc(doc.file, 1))
-
-
-def _vendor_bugs(doc: YamlDocument, app: Applicability) -> tuple[KnownBug, ...]:
-    """The file's own ``known_bugs`` for the release read (a vendor's deviations; not inherited)."""
-    d = doc.data
-    out = []
-    for i, b in enumerate(d.get("known_bugs") or []):
-        torch_range = b.get("torch", d["torch"])
-        if not specifier_contains(torch_range, app.version):
-            continue
-        out.append(
-            KnownBug(
-                id=b["id"],
-                check=b["check"],
-                observed=(b["observed"],) if isinstance(b["observed"], str) else tuple(b["observed"]),
-                reason=b["reason"],
-                source=b["source"],
-                torch_versions=torch_range,
-                loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
-                devices=tuple(b.get("devices", [])),
-                seen_on=b.get("seen_on", ""),
-            )
-        )
-    return tuple(out)
 
 
 def resolve_devices(

@@ -215,7 +215,7 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     if opts.implementation not in IMPLEMENTATIONS:
         raise TargetError(f"--implementation {opts.implementation}: use one of {', '.join(IMPLEMENTATIONS)}")
     loaded = _load(opts.spec, categories)
-    if backend in loaded.devices:
+    if backend in loaded.devices and opts.implementation == "native":  # the reference needs no package
         load_backend(loaded.devices[backend], backend)
     spec = _spec_for_backend(loaded, backend)
     ds = spec.devices[backend]

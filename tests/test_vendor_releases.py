@@ -87,3 +87,23 @@ def test_registered_only_operators_get_a_registration_case(tmp_path: Path) -> No
     t = resolve_target(Options("cpu", None, (str(f),), None, False))
     by_op = {c.op: c.policy for c in registration.cases(t)}
     assert by_op["aten::mm"] == registration.REGISTERED_ONLY and by_op["aten::addmm"] == "fp32"
+
+
+def test_intercept_registered_sees_the_call_and_leaves_no_kernel() -> None:
+    """The C++-visible interception the unlisted check falls back on (a backend's own kernel
+    beside a CompositeImplicitAutograd one hides the call from the Python dispatcher)."""
+    import torch
+
+    from reference_impl.harness.calls import Intercepted, intercept_registered
+
+    a, b = torch.randn(2, 3), torch.randn(3, 2)
+    key = torch._C.DispatchKey.AutogradCPU
+    with (
+        intercept_registered("aten::mm", key) as calls,
+        pytest.raises(Intercepted),
+        torch.autocast("cpu", dtype=torch.bfloat16),
+    ):
+        torch.mm(a, b)
+    assert [c.op for c in calls] == ["aten::mm"]
+    assert all(t.dtype == torch.bfloat16 for t in calls[0].tensors())
+    assert torch.mm(a, b).dtype == torch.float32  # the kernel is gone after the block

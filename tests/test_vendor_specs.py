@@ -236,7 +236,8 @@ RUNS = {
     "habana": (["-p", "sim_device_module"], {"SIM_DEVICE_MODULE": "hpu"}),
     "ipex": ([], {}),
     "torch_npu": (["-p", "npu_backend"], {"NPU_SIM_NAME": "npu"}),
-    "torch_tpu": (["-p", "npu_backend"], {"NPU_SIM_NAME": "tpu"}),
+    "sophgo_torch_tpu": (["-p", "npu_backend"], {"NPU_SIM_NAME": "tpu"}),
+    "google_torch_tpu": (["-p", "npu_backend"], {"NPU_SIM_NAME": "tpu"}),
 }
 
 

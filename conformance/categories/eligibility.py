@@ -24,6 +24,7 @@ from autocast_spec.catalog import Sample
 from autocast_spec.model import Policy, Rules
 from reference_impl.engine.dtypes import NON_FLOATING, dtype_of
 from reference_impl.engine.torch_registry import inplace_variant, op_overload, out_variant
+from reference_impl.harness.calls import Intercepted, autograd_key_for, intercept
 from reference_impl.harness.samples import Materialized
 from reference_impl.harness.state import quiet
 
@@ -32,6 +33,7 @@ from ..kit.case import DISCRIMINATING_MIX, Case, listed_ops
 from ..kit.dispatcher import same_arguments, takes_arguments_of
 from ..kit.inputs import case_inputs
 from ..kit.intercept import arrived, call_entry, intercepted, tensor_dtypes
+from ..kit.refusal import intercept_only
 from ..kit.verdict import Observation, one_line
 from ..target import Target
 
@@ -166,13 +168,27 @@ def untouched(target: Target, case: Case) -> Observation:
 
 
 def _other_device(target: Target, case: Case, lower: torch.dtype, sample: Sample) -> Observation:
-    """Tensors of another device type run as without autocast (their output dtypes match)."""
+    """Tensors of another device type run as without autocast (their output dtypes match).
+    An op whose kernel cannot run its samples (``intercept_only``: the Dimname overloads) is
+    watched right below that device's Autocast key instead: its tensors arrive as given."""
     dev = other_device(target.device)
     m = case_inputs(sample, case.mix, case.dtype, dev)
+    why = f"tensors on {dev} are not on the autocast device (rules.eligibility.same_device_only)"
+    if intercept_only(target, case.op):
+        key = autograd_key_for(f"Autocast{'Meta' if dev == 'meta' else dev.upper()}")
+        with quiet(), target.autocast(lower), intercept(case.op, key) as calls:
+            err: BaseException | None = None
+            try:
+                call_entry(case.op, case.op, m)
+            except Intercepted:
+                pass
+            except Exception as e:
+                err = e
+        given = tensor_dtypes([*m.args, *m.kwargs.values()])
+        return leaves_alone(case, m, given, arrived(calls, case.op), case.op, err, why)
     plain = capture(lambda: call_entry(case.op, case.op, m))
     with quiet(), target.autocast(lower):
         native = capture(lambda: call_entry(case.op, case.op, m))
-    why = f"tensors on {dev} are not on the autocast device (rules.eligibility.same_device_only)"
     err = native.error if native.error is not None and plain.error is None else None
     got = None if err is not None else list(native.dtypes)
     return leaves_alone(case, m, list(plain.dtypes), got, case.op, err, why)

@@ -20,7 +20,7 @@ import torch
 from autocast_spec.model import Policy
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.torch_registry import op_overload
-from reference_impl.harness.calls import Call, Intercepted, autograd_key_for, intercept
+from reference_impl.harness.calls import Call, Intercepted, autograd_key_for, intercept, intercept_registered
 from reference_impl.harness.samples import Materialized, first_tensor, resolve_entry_point
 from reference_impl.harness.state import quiet
 
@@ -37,13 +37,21 @@ def call_entry(op: str, entry: str, m: Materialized) -> Any:
 
 
 def intercepted(
-    target: Target, lower: torch.dtype, op: str, fn: Callable[[], Any], enabled: bool = True
+    target: Target,
+    lower: torch.dtype,
+    op: str,
+    fn: Callable[[], Any],
+    enabled: bool = True,
+    registered: bool = False,
 ) -> tuple[list[Call], BaseException | None]:
     """The calls to ``op``'s name that arrive right below the backend's Autocast key while
-    ``fn`` runs under the autocast under test (``enabled`` or not), and any other error."""
+    ``fn`` runs under the autocast under test (``enabled`` or not), and any other error.
+    ``registered``: watch overload ``op`` with a kernel the C++ dispatcher sees
+    (:func:`reference_impl.harness.calls.intercept_registered`)."""
     key = autograd_key_for(target.dispatch_key)
     error: BaseException | None = None
-    with quiet(), target.autocast(lower, enabled), intercept(op, key) as calls:
+    watch = intercept_registered if registered else intercept
+    with quiet(), target.autocast(lower, enabled), watch(op, key) as calls:
         try:
             fn()
         except Intercepted:

@@ -8,6 +8,7 @@ raises :class:`Intercepted` before any real kernel runs.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -147,6 +148,29 @@ def intercept(op: str, autograd_key: torch._C.DispatchKey) -> Iterator[list[Call
             else:
                 ov.py_kernels[autograd_key] = prev
             ov._dispatch_cache.clear()
+
+
+@contextlib.contextmanager
+def intercept_registered(op: str, autograd_key: torch._C.DispatchKey) -> Iterator[list[Call]]:
+    """Like :func:`intercept`, for overload ``op`` alone, with a kernel registered through
+    ``torch.library`` (seen by the C++ dispatcher): a call the Python dispatcher never sees at
+    that key (a backend's own kernel beside a CompositeImplicitAutograd one: Google's torch-tpu's
+    avg_pool1d) still arrives there. Registered only while the block runs."""
+    ns, name, overload = split_op_name(op)
+    calls: list[Call] = []
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        calls.append(Call(op, args, dict(kwargs)))
+        raise Intercepted(op)
+
+    lib = torch.library.Library(ns, "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            lib.impl(f"{name}.{overload}" if overload else name, kernel, autograd_key.name)
+        yield calls
+    finally:
+        lib._destroy()
 
 
 def call_intercepted(
