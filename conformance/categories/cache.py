@@ -248,7 +248,7 @@ def growth(target: Target, lower: torch.dtype, grad_mode: str) -> Observation:
     mode = torch.no_grad() if grad_mode == "no_grad" else torch.inference_mode()
     with target.tensors(), mode, target.autocast_impl(target.device, dtype=lower):
         for _ in range(50):
-            arrived = flat_tensors(p.arrived(grad_mode == "inference_mode"))
+            arrived = flat_tensors(p.arrived())
             for k, i in enumerate(slots):
                 refs[k].append(weakref.ref(arrived[i]))
             del arrived

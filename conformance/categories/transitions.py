@@ -41,7 +41,7 @@ from ..kit.intercept import Sentinel
 from ..kit.refusal import require_autocast
 from ..kit.verdict import Observation, expect, not_applicable
 from ..target import Target
-from .cache import OTHER_DTYPE, transition_pool
+from .cache import GROWTH, OTHER_DTYPE, transition_pool
 
 ARRIVALS = "transitions.arrivals"
 STATE = "transitions.state"
@@ -57,6 +57,17 @@ def cache_key(target: Target) -> str:
         b.check == OTHER_DTYPE and (not b.devices or target.device in b.devices) for b in rules.known_bugs
     )
     return "source" if declared and not target.uses_reference else rules.cache.key
+
+
+def inference_caching(target: Target) -> bool:
+    """Whether native autocast caches under torch.inference_mode on this release:
+    ``rules.cache.in_inference_mode``, or true where a known bug of check ``cache.growth`` is
+    declared (the cache kept under inference_mode; the reference follows the rule)."""
+    rules = target.spec.rules
+    declared = any(
+        b.check == GROWTH and (not b.devices or target.device in b.devices) for b in rules.known_bugs
+    )
+    return (declared and not target.uses_reference) or rules.cache.in_inference_mode
 
 
 @dataclass
@@ -76,6 +87,7 @@ class SpecModel:
     dtype: torch.dtype
     cache_flag: bool
     cache_key: str  # rules.cache.key, or what the release does (known_bugs.cache_key)
+    inference_caching: bool  # rules.cache.in_inference_mode, or what the release does
     grad: str = "grad"  # "grad" | "no_grad" | "inference"
     nesting: int = 0
     frames: list[Frame] = field(default_factory=list)
@@ -120,7 +132,7 @@ class SpecModel:
         return (id(src), dtype) if self.cache_key == "source_and_dtype" else id(src)
 
     def _caching(self) -> bool:
-        return self.cache_flag and (self.grad != "inference" or self.rules.cache.in_inference_mode)
+        return self.cache_flag and (self.grad != "inference" or self.inference_caching)
 
     def expect(self, op: str, m: Materialized) -> list[Expected]:
         """Per tensor of the call, in order: what it should arrive as."""
@@ -185,6 +197,7 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
                 torch.get_autocast_dtype(d),
                 torch.is_autocast_cache_enabled(),
                 cache_key(target),
+                inference_caching(target),
             )
             self.inputs: dict[tuple[int, bool], Materialized] = {}
             self.log: list[str] = []
@@ -267,9 +280,7 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
             m = self._input(index, grad)
             expected = self.model.expect(case.op, m)
             with target.tensors():
-                arrived = flat_tensors(
-                    Sentinel(target, case.op, m).arrived(torch.is_inference_mode_enabled())
-                )
+                arrived = flat_tensors(Sentinel(target, case.op, m).arrived())
             observed = self.model.observe(expected, arrived)
             what = "float32 leaves that require grad" if grad else "float32 tensors without grad"
             self.log.append(f"call {case.op} with {what}")

@@ -92,14 +92,20 @@ class Sentinel:
         assert out is not None, f"{self.op} returned no tensor"
         return dtype_name(out.dtype)
 
-    def arrived(self, below_autograd: bool = False) -> list[Any]:
-        """The arguments as they arrive below Autocast (nothing runs). ``below_autograd``:
-        catch them at the backend key instead (inference_mode skips the Autograd key)."""
-        key = autograd_key_for(self.target.dispatch_key)
-        if below_autograd:
-            key = getattr(torch._C.DispatchKey, self.target.dispatch_key.removeprefix("Autocast"))
-        with quiet(), intercept(self.op, key) as calls, contextlib.suppress(Intercepted):
+    def arrived(self) -> list[Any]:
+        """The arguments as they arrive below Autocast (nothing runs): at the Autograd key, or
+        at the backend key where the call skips Autograd (under inference_mode, or when every
+        tensor that arrives is an inference tensor, such as a cast cached under inference_mode)."""
+        autograd = autograd_key_for(self.target.dispatch_key)
+        backend = getattr(torch._C.DispatchKey, self.target.dispatch_key.removeprefix("Autocast"))
+        with (
+            quiet(),
+            intercept(self.op, autograd) as above,
+            intercept(self.op, backend) as below,
+            contextlib.suppress(Intercepted),
+        ):
             call_entry(self.op, self.op, self.inputs)
+        calls = above or below
         assert calls, f"{self.op} did not reach the kernel below Autocast"
         return [*calls[0].args, *calls[0].kwargs.values()]
 
