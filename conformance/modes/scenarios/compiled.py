@@ -25,9 +25,17 @@ def _compile_with_as(ctx: Setting) -> ScenarioOutcome:
         with instance:
             return torch.mm(x.float(), b)
 
+    def reentered(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Eager autocast's result of re-entering the bound region, as a second region of the same
+        arguments (before 2.9 eager ``autocast.__enter__`` returned None: ``as x`` binds None)."""
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            x = torch.mm(a, b)
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            return torch.mm(x.float(), b)
+
     a, b = mats()
     c = _compiled(fn)
-    return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
+    return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(reentered(a, b)), ctx.without_region(a.dtype))
 
 
 @scenario("compile-nonconstant-enabled")
