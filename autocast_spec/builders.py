@@ -22,6 +22,7 @@ from .model import (
     Policy,
     PromoteRule,
     Rules,
+    ValueDivergence,
 )
 from .versions import Applicability, specifier_contains
 from .yaml_source import PathKey, YamlDocument
@@ -149,7 +150,13 @@ def build_rules(doc: YamlDocument, version: str) -> Rules:
 
 def _divergence(d: Mapping[str, Any]) -> Divergence:
     return Divergence(
-        d["op"], d.get("dtype"), d["observed"], d["reason"], d.get("inputs", "float32"), d.get("condition")
+        d["op"],
+        d.get("dtype"),
+        d["observed"],
+        d["reason"],
+        d.get("inputs", "float32"),
+        d.get("condition"),
+        d.get("backend"),
     )
 
 
@@ -183,3 +190,25 @@ def build_jit(
         for m, xs in (doc.data.get("mode_divergences") or {}).items()
     }
     return lims, divs
+
+
+def build_value_divergences(doc: YamlDocument, app: Applicability) -> list[ValueDivergence]:
+    """A jit document's ``value_divergences`` that apply to the release read."""
+    return [
+        ValueDivergence(
+            op=d["op"],
+            mode=d["mode"],
+            max_error=float(d["max_error"]),
+            reason=d["reason"],
+            host=d["condition"]["host"],
+            config=d["condition"]["config"],
+            source=d["source"],
+            loc=SourceLoc(doc.file, doc.line_of(("value_divergences", i))),
+            dtype=d.get("dtype"),
+            inputs=d.get("inputs"),
+            backend=d.get("backend"),
+            seen_on=d.get("seen_on"),
+        )
+        for i, d in enumerate(doc.data.get("value_divergences") or [])
+        if app.admits(d)
+    ]

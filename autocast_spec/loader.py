@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks
-from .builders import build_jit, build_ops, build_rules
+from .builders import build_jit, build_ops, build_rules, build_value_divergences
 from .catalog import OpInfo
 from .common import frozen_map
 from .devices import RawDevice, raw_device, resolve_devices
 from .files import Sources, content_hash, gather
-from .model import DeviceSpec, Divergence, JitLimitation, ModeDivergences, Spec
+from .model import DeviceSpec, Divergence, JitLimitation, ModeDivergences, Spec, ValueDivergence
 from .problems import SpecError, SpecProblem
 from .versions import (
     Applicability,
@@ -112,7 +112,9 @@ def load_spec(
 
     limitations: list[JitLimitation] = []
     divs: dict[str, list[Divergence]] = {}
+    values: list[ValueDivergence] = []
     for d in kinds.jit:
+        values.extend(build_value_divergences(d, app))
         lims, dv = build_jit(d, app)
         limitations.extend(lims)
         for m, xs in dv.items():
@@ -137,6 +139,7 @@ def load_spec(
         content_hash=content_hash(sources.files),
         limitations=tuple(limitations),
         mode_divergences=frozen_map({m: ModeDivergences(m, tuple(xs)) for m, xs in sorted(divs.items())}),
+        value_divergences=tuple(values),
     )
 
 

@@ -223,10 +223,46 @@ class Divergence:
     reason: str
     inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
     condition: str | None = None  # what the divergence depends on (the host, a library), in words
+    backend: str | None = None  # the torch.compile backend it holds for (mode compile); None: every one
 
     def observed_under(self, dtype: str) -> str:
         """``observed`` for autocast to ``dtype``: each ``lower`` stands for that dtype."""
         return ",".join(dtype if part == "lower" else part for part in self.observed.split(","))
+
+
+@dataclass(frozen=True)
+class ValueDivergence:
+    """A declared difference of one op's output values in a compiled mode from eager autocast:
+    xfail while the error stays within ``max_error``, a failure beyond it."""
+
+    op: str
+    mode: str  # compile | export | aoti
+    max_error: float  # the largest absolute error observed: the bound
+    reason: str
+    host: str  # the CPU capability it shows on: any | avx2 | avx512
+    config: str  # the mode's pass: default | emulate_precision_casts | decomposed
+    source: str  # a public link, or "none" (then seen_on names the release)
+    loc: SourceLoc
+    dtype: str | None = None  # None: every dtype
+    inputs: str | None = None  # float32 | lower; None: both
+    backend: str | None = None  # the torch.compile backend; None: any
+    seen_on: str | None = None
+
+    def covers(self, mode: str, backend: str, config: str, op: str, dtype: str, inputs: str) -> bool:
+        """Does it declare this run (the host aside: :meth:`holds_on`)?"""
+        return (
+            (self.mode, self.config, self.op) == (mode, config, op)
+            and self.backend in (None, backend)
+            and self.dtype in (None, dtype)
+            and self.inputs in (None, inputs)
+        )
+
+    def holds_on(self, host: str) -> bool:
+        return self.host in ("any", host)
+
+    @property
+    def cited(self) -> str:
+        return self.source if self.source != "none" else f"no public report; seen on torch {self.seen_on}"
 
 
 @dataclass(frozen=True)
@@ -266,6 +302,7 @@ class Spec:
     content_hash: str
     limitations: tuple[JitLimitation, ...] = ()
     mode_divergences: Mapping[str, ModeDivergences] = field(default_factory=frozen_map)
+    value_divergences: tuple[ValueDivergence, ...] = ()
     installed_torch: str = ""  # the release of the torch it was loaded for (TorchFacts.version)
 
     def device(self, name: str) -> DeviceSpec:
