@@ -12,16 +12,19 @@ from typing import Any
 from .catalog import Arg, DtypeArg, EntryPoint, KernelGap, ListArg, Literal, OpInfo, Sample, TensorArg
 from .common import SourceLoc, Tolerance, frozen_map
 from .model import (
+    ArgumentCheck,
     CacheRule,
     ContextRules,
     CustomOpRules,
     Divergence,
     Eligibility,
+    EntryPointInfo,
     JitLimitation,
     KnownBug,
     Policy,
     PromoteRule,
     Rules,
+    Surface,
     ValueDivergence,
 )
 from .versions import Applicability, specifier_contains
@@ -212,3 +215,29 @@ def build_value_divergences(doc: YamlDocument, app: Applicability) -> list[Value
         for i, d in enumerate(doc.data.get("value_divergences") or [])
         if app.admits(d)
     ]
+
+
+def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
+    """The Python surface of the release read (``kind: surface``)."""
+    return Surface(
+        entry_points=tuple(
+            EntryPointInfo(
+                name=e["name"],
+                role=e["role"],
+                alias_of=e.get("alias_of"),
+                device=e.get("device"),
+                positional=tuple(e.get("positional", ())),
+                deprecated=e.get("deprecated"),
+                warning=e.get("warning"),
+            )
+            for e in doc.data["entry_points"]
+            if app.admits(e)
+        ),
+        validation=tuple(
+            ArgumentCheck(
+                v["argument"], v["value"], v["outcome"], v.get("error"), v.get("message"), v["source"]
+            )
+            for v in doc.data["validation"]
+            if app.admits(v)
+        ),
+    )
