@@ -12,16 +12,20 @@ from typing import Any
 from .catalog import Arg, DtypeArg, EntryPoint, KernelGap, ListArg, Literal, OpInfo, Sample, TensorArg
 from .common import SourceLoc, Tolerance, cited, frozen_map
 from .model import (
+    ArgumentCheck,
     CacheRule,
     ContextRules,
     CustomOpRules,
     Divergence,
     Eligibility,
+    EntryPointInfo,
     JitLimitation,
     KnownBug,
     Policy,
     PromoteRule,
     Rules,
+    Surface,
+    ValueDivergence,
 )
 from .versions import Applicability, specifier_contains
 from .yaml_source import PathKey, YamlDocument
@@ -159,6 +163,7 @@ def _divergence(d: Mapping[str, Any]) -> Divergence:
         d.get("inputs", "float32"),
         d.get("condition"),
         cited(d) if "source" in d else "",
+        d.get("backend"),
     )
 
 
@@ -192,3 +197,51 @@ def build_jit(
         for m, xs in (doc.data.get("mode_divergences") or {}).items()
     }
     return lims, divs
+
+
+def build_value_divergences(doc: YamlDocument, app: Applicability) -> list[ValueDivergence]:
+    """A jit document's ``value_divergences`` that apply to the release read."""
+    return [
+        ValueDivergence(
+            op=d["op"],
+            mode=d["mode"],
+            max_error=float(d["max_error"]),
+            reason=d["reason"],
+            host=d["condition"]["host"],
+            config=d["condition"]["config"],
+            source=d["source"],
+            loc=SourceLoc(doc.file, doc.line_of(("value_divergences", i))),
+            dtype=d.get("dtype"),
+            inputs=d.get("inputs"),
+            backend=d.get("backend"),
+            seen_on=d.get("seen_on"),
+        )
+        for i, d in enumerate(doc.data.get("value_divergences") or [])
+        if app.admits(d)
+    ]
+
+
+def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
+    """The Python surface of the release read (``kind: surface``)."""
+    return Surface(
+        entry_points=tuple(
+            EntryPointInfo(
+                name=e["name"],
+                role=e["role"],
+                alias_of=e.get("alias_of"),
+                device=e.get("device"),
+                positional=tuple(e.get("positional", ())),
+                deprecated=e.get("deprecated"),
+                warning=e.get("warning"),
+            )
+            for e in doc.data["entry_points"]
+            if app.admits(e)
+        ),
+        validation=tuple(
+            ArgumentCheck(
+                v["argument"], v["value"], v["outcome"], v.get("error"), v.get("message"), v["source"]
+            )
+            for v in doc.data["validation"]
+            if app.admits(v)
+        ),
+    )

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks
-from .builders import build_jit, build_ops, build_rules
+from .builders import build_jit, build_ops, build_rules, build_surface, build_value_divergences
 from .catalog import OpInfo
 from .common import frozen_map
 from .devices import RawDevice, raw_device, resolve_devices
 from .files import Sources, content_hash, gather
-from .model import DeviceSpec, Divergence, JitLimitation, ModeDivergences, Spec
+from .model import DeviceSpec, Divergence, JitLimitation, ModeDivergences, Spec, Surface, ValueDivergence
 from .problems import SpecError, SpecProblem
 from .versions import (
     Applicability,
@@ -41,6 +41,7 @@ class _ByKind:
     rules: list[YamlDocument] = field(default_factory=list)
     ops: list[YamlDocument] = field(default_factory=list)
     jit: list[YamlDocument] = field(default_factory=list)
+    surface: list[YamlDocument] = field(default_factory=list)
 
     @classmethod
     def of(cls, docs: Sequence[YamlDocument]) -> _ByKind:
@@ -113,7 +114,9 @@ def load_spec(
 
     limitations: list[JitLimitation] = []
     divs: dict[str, list[Divergence]] = {}
+    values: list[ValueDivergence] = []
     for d in kinds.jit:
+        values.extend(build_value_divergences(d, app))
         lims, dv = build_jit(d, app)
         limitations.extend(lims)
         for m, xs in dv.items():
@@ -138,6 +141,8 @@ def load_spec(
         content_hash=content_hash(sources.files),
         limitations=tuple(limitations),
         mode_divergences=frozen_map({m: ModeDivergences(m, tuple(xs)) for m, xs in sorted(divs.items())}),
+        value_divergences=tuple(values),
+        surface=build_surface(kinds.surface[0], app) if kinds.surface else Surface(),
     )
 
 

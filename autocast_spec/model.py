@@ -250,10 +250,78 @@ class Divergence:
     source: str = (
         ""  # its public link, or where it was seen (a mode divergence; a limitation cites for its own)
     )
+    backend: str | None = None  # the torch.compile backend it holds for (mode compile); None: every one
 
     def observed_under(self, dtype: str) -> str:
         """``observed`` for autocast to ``dtype``: each ``lower`` stands for that dtype."""
         return ",".join(dtype if part == "lower" else part for part in self.observed.split(","))
+
+
+@dataclass(frozen=True)
+class ValueDivergence:
+    """A declared difference of one op's output values in a compiled mode from eager autocast:
+    xfail while the error stays within ``max_error``, a failure beyond it."""
+
+    op: str
+    mode: str  # compile | export | aoti
+    max_error: float  # the largest absolute error observed: the bound
+    reason: str
+    host: str  # the CPU capability it shows on: any | avx2 | avx512
+    config: str  # the mode's pass: default | emulate_precision_casts | decomposed
+    source: str  # a public link, or "none" (then seen_on names the release)
+    loc: SourceLoc
+    dtype: str | None = None  # None: every dtype
+    inputs: str | None = None  # float32 | lower; None: both
+    backend: str | None = None  # the torch.compile backend; None: any
+    seen_on: str | None = None
+
+    def covers(self, mode: str, backend: str, config: str, op: str, dtype: str, inputs: str) -> bool:
+        """Does it declare this run (the host aside: :meth:`holds_on`)?"""
+        return (
+            (self.mode, self.config, self.op) == (mode, config, op)
+            and self.backend in (None, backend)
+            and self.dtype in (None, dtype)
+            and self.inputs in (None, inputs)
+        )
+
+    def holds_on(self, host: str) -> bool:
+        return self.host in ("any", host)
+
+    @property
+    def cited(self) -> str:
+        return self.source if self.source != "none" else f"no public report; seen on torch {self.seen_on}"
+
+
+@dataclass(frozen=True)
+class EntryPointInfo:
+    """One public autocast entry point of the Python surface (``spec/python_surface.yaml``)."""
+
+    name: str  # torch.autocast, torch.get_autocast_cpu_dtype...
+    # region | enabled_getter | enabled_setter | dtype_getter | dtype_setter | available | cache | decorator
+    role: str
+    alias_of: str | None = None
+    device: str | None = None  # the device a legacy entry point or alias is bound to
+    positional: tuple[str, ...] = ()
+    deprecated: str | None = None  # the release that deprecated it
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class ArgumentCheck:
+    """What ``torch.autocast`` does with one argument of the wrong kind."""
+
+    argument: str  # device_type | dtype | enabled
+    value: str  # torch_device | unknown_string | none | float32 | float64 | int32 | string | int
+    outcome: str  # raises | warns_and_disables | default_dtype
+    error: str | None
+    message: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Surface:
+    entry_points: tuple[EntryPointInfo, ...] = ()
+    validation: tuple[ArgumentCheck, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,6 +361,8 @@ class Spec:
     content_hash: str
     limitations: tuple[JitLimitation, ...] = ()
     mode_divergences: Mapping[str, ModeDivergences] = field(default_factory=frozen_map)
+    value_divergences: tuple[ValueDivergence, ...] = ()
+    surface: Surface = Surface()
     installed_torch: str = ""  # the release of the torch it was loaded for (TorchFacts.version)
 
     def device(self, name: str) -> DeviceSpec:

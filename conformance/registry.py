@@ -31,6 +31,7 @@ from .categories import (
     op_policy,
     opt_dtype,
     promote,
+    python_surface,
     registration,
     threads,
     transitions,
@@ -142,6 +143,11 @@ CATEGORIES: tuple[Category, ...] = (
         needs_output=lambda case: True,
     ),
     Category("custom_function", "torch.amp.custom_fwd / custom_bwd", custom_function),
+    Category(
+        "python_surface",
+        "the public autocast entry points: aliases, argument checks, getters, the cache across threads",
+        python_surface,
+    ),
     Category(
         "custom_op", "torch.library.custom_op with register_autocast follows the eligibility rules", custom_op
     ),

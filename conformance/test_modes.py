@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.kit.verdict import expect
-from conformance.modes import exceptions, gradients, ops
+from conformance.modes import exceptions, export, gradients, ops
 from conformance.modes.plugin import compile_backend, selected_modes
 from conformance.session import target_of
 from conformance.target import Target
@@ -20,7 +20,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     target = target_of(metafunc.config)
     modes = selected_modes(metafunc.config)
     if "mode_case" in metafunc.fixturenames:
-        cases = ops.mode_cases(target, modes)
+        cases = ops.mode_cases(target, modes, compile_backend(metafunc.config))
         metafunc.parametrize("mode_case", cases, ids=[c.id for c in cases])
     if "grad_case" in metafunc.fixturenames:
         grads = gradients.grad_cases(target) if "compile" in modes else []
@@ -28,6 +28,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def test_mode_matches_eager(target: Target, mode_case: ops.ModeCase, request: pytest.FixtureRequest) -> None:
+    if mode_case.mode == "export":
+        for seen in export.matches_eager(target, mode_case):
+            expect(target, seen)
+        return
     expect(target, ops.matches_eager(target, mode_case, compile_backend(request.config)))
 
 

@@ -15,21 +15,24 @@ because the kernel refuses the inputs natively on this host, the check is not ap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from autocast_spec.model import Divergence, Spec
 from reference_impl.engine.dtypes import dtype_name, dtype_of
-from reference_impl.harness.compare import output_mismatch
 from reference_impl.harness.samples import Materialized, materialize, output_tensors
 
 from ..kit.case import Case
 from ..kit.refusal import intercept_only, kernel_gap, raw_call, skip_if_refused
 from ..kit.verdict import Declaration, Observation, not_applicable, one_line
 from ..target import Target
-from .run import run_in_mode
+from .batch import CONFIGS, DEFAULT_CONFIG, EMULATE, Call, Pass, batch_outcomes, compiled_runner
+from .run import DEFAULT_COMPILE_BACKEND, fresh_in_mode, run_in_mode
+from .values import find_value_divergence, values_observation
 
 MATCHES_EAGER = "modes.matches_eager"
 INPUTS = ("float32", "lower")
@@ -44,17 +47,44 @@ class ModeCase:
     op: str
     dtype: str
     inputs: str  # float32 | lower
+    config: str = DEFAULT_CONFIG  # the compiler's pass (batch.CONFIGS)
 
     @property
     def id(self) -> str:
-        return f"{self.mode}-{self.op}-{self.dtype}-{self.inputs}"
+        pass_ = "" if self.config == DEFAULT_CONFIG else f"-{self.config}"
+        return f"{self.mode}{pass_}-{self.op}-{self.dtype}-{self.inputs}"
 
 
-def mode_cases(target: Target, modes: tuple[str, ...]) -> list[ModeCase]:
+SCOPE = re.compile(
+    r"test_mode_matches_eager\[(?P<pass>[\w-]+)-[\w.]+::[\w.]+-(?P<dtype>\w+)-(?P<inputs>\w+)\]$"
+)
+
+
+def batch_scope(nodeid: str) -> str:
+    """The batch a test's node id belongs to (``compile-bfloat16-float32``), else the id itself:
+    a distributed run sends each batch's tests to one worker, which compiles it once."""
+    m = SCOPE.search(nodeid)
+    if m is None or not m["pass"].startswith(("compile", "export")):
+        return nodeid
+    pass_ = "export" if m["pass"].startswith("export") else m["pass"]  # both passes: one program
+    return f"{pass_}-{m['dtype']}-{m['inputs']}"
+
+
+def passes(mode: str, backend: str) -> tuple[str, ...]:
+    """The configurations a mode is checked under: inductor also rounds as eager does."""
+    if mode == "export":
+        return (DEFAULT_CONFIG, "decomposed")
+    return CONFIGS if mode == "compile" and backend == "inductor" else (DEFAULT_CONFIG,)
+
+
+def mode_cases(
+    target: Target, modes: tuple[str, ...], backend: str = DEFAULT_COMPILE_BACKEND
+) -> list[ModeCase]:
     return [
-        ModeCase(mode, op, dtype, inputs)
+        ModeCase(mode, op, dtype, inputs, config)
         for mode in modes
         if mode != "eager"
+        for config in passes(mode, backend)
         for dtype in target.dtypes
         for op in sorted(target.device_spec.ops)
         if target.spec.op_info(op) is not None and target.selects(op)
@@ -70,12 +100,18 @@ def observed_label(result: Any) -> str:
     return ",".join(names) if names else "no-tensor"
 
 
-def find_divergence(spec: Spec, mode: str, op: str, dtype: str, inputs: str) -> Divergence | None:
+def find_divergence(
+    spec: Spec, mode: str, op: str, dtype: str, inputs: str, backend: str | None = None
+) -> Divergence | None:
+    """The declared divergence of ``op`` in ``mode`` (under ``backend``, where the mode compiles)."""
     entry = spec.mode_divergences.get(mode)
-    for d in entry.divergences if entry else ():
-        if d.op == op and d.dtype in (None, dtype) and d.inputs == inputs:
-            return d
-    return None
+    found = [
+        d
+        for d in (entry.divergences if entry else ())
+        if d.op == op and d.dtype in (None, dtype) and d.inputs == inputs and d.backend in (None, backend)
+    ]
+    # an entry for this very backend before one for every backend
+    return next((d for d in found if d.backend is not None), found[0] if found else None)
 
 
 def declaration(mc: ModeCase, d: Divergence | None) -> Declaration | None:
@@ -105,6 +141,19 @@ def inputs_of(target: Target, mc: ModeCase) -> Materialized:
 def _run(mode: str, target: Target, mc: ModeCase, backend: str) -> Any:
     m = inputs_of(target, mc)
     try:
+        if mode == "compile":  # a graph of its own, built under the pass's configuration
+            how = Pass(backend, mc.config)
+            with how.configured():
+                call = fresh_in_mode(
+                    mode,
+                    mc.op,
+                    m.args,
+                    m.kwargs,
+                    device=target.device,
+                    dtype=dtype_of(mc.dtype),
+                    backend=backend,
+                )
+                return call()
         return run_in_mode(
             mode, mc.op, m.args, m.kwargs, device=target.device, dtype=dtype_of(mc.dtype), backend=backend
         )
@@ -112,31 +161,97 @@ def _run(mode: str, target: Target, mc: ModeCase, backend: str) -> Any:
         return exc
 
 
-def matches_eager(target: Target, mc: ModeCase, backend: str) -> Observation:
+def batchable(target: Target, mc: ModeCase, backend: str) -> bool:
+    """Does the op join its dtype's batch? Not where it cannot run (intercept-only, a kernel
+    gap, eager autocast raises) nor where the mode is declared to fail on it."""
+    if intercept_only(target, mc.op) or kernel_gap(target, mc.op, mc.dtype):
+        return False
+    d = find_divergence(target.spec, mc.mode, mc.op, mc.dtype, mc.inputs, backend)
+    if d is not None and d.observed == "error":
+        return False
+    return not isinstance(_run("eager", target, mc, DEFAULT_COMPILE_BACKEND), BaseException)
+
+
+# the ids of the cases the run selected (set after collection): a batch holds only those
+SELECTED: set[str] = set()
+
+
+def batch_calls(target: Target, mc: ModeCase, backend: str) -> list[Call]:
+    """The calls of ``mc``'s batch: every batchable op of its dtype and input kind that the run
+    selected (all where nothing was recorded)."""
+    cases = [
+        replace(mc, op=op) for op in sorted(target.device_spec.ops) if target.spec.op_info(op) is not None
+    ]
+    return [
+        Call(c.op, functools.partial(inputs_of, target, c))
+        for c in cases
+        if (not SELECTED or c.id in SELECTED) and batchable(target, c, backend)
+    ]
+
+
+def _in_mode(target: Target, mc: ModeCase, backend: str) -> Any:
+    """The op's result in the mode: compiled in its batch where it joined one, else alone."""
+    if mc.mode == "compile":
+        how = Pass(backend, mc.config)
+        key = (mc.mode, how, target.device, mc.dtype, mc.inputs)
+        outcomes = batch_outcomes(
+            key,
+            lambda: batch_calls(target, mc, backend),
+            target.device,
+            dtype_of(mc.dtype),
+            compiled_runner(how),
+        )
+        if mc.op in outcomes:
+            return outcomes[mc.op]
+    return _run(mc.mode, target, mc, backend)
+
+
+def reproduction(target: Target, mc: ModeCase, backend: str) -> str:
+    compiler = f" --compile-backend {backend}" if mc.mode == "compile" else ""
+    return f"pytest conformance --backend {target.device} --mode {mc.mode}{compiler} -k '{mc.id}'"
+
+
+def eager_result(target: Target, mc: ModeCase, backend: str) -> Any:
+    """Eager autocast's result for the case: not applicable where the op cannot run here, an
+    :class:`Observation` where eager autocast itself fails, else the result (or its error)."""
     if target.policy_only:
-        not_applicable("--policy-only: script/trace/compile need the backend's kernels")
+        not_applicable("--policy-only: script/trace/compile/export need the backend's kernels")
     why = intercept_only(target, mc.op) or kernel_gap(target, mc.op, mc.dtype)
     if why:
         not_applicable(why)
-    case = Case("jit", target.device, mc.dtype, op=mc.op, entry=mc.op)
-    reproduce = f"pytest conformance --backend {target.device} --mode {mc.mode} -k '{mc.id}'"
     eager = _run("eager", target, mc, backend)
     if isinstance(eager, BaseException):
         raw = raw_call(target, dtype_of(mc.dtype), mc.op, inputs_of(target, mc))
         skip_if_refused(eager, raw)
         if raw.error is None:
             return Observation(
-                case,
+                Case("jit", target.device, mc.dtype, op=mc.op, entry=mc.op),
                 MATCHES_EAGER,
                 f"{mc.mode}: eager autocast raised but the call without autocast on the reference's "
                 "cast inputs runs: eager autocast itself fails",
                 "eager runs",
                 one_line(eager),
-                reproduce=reproduce,
+                reproduce=reproduction(target, mc, backend),
             )
-    got = _run(mc.mode, target, mc, backend)
-    declared = declaration(mc, find_divergence(target.spec, mc.mode, mc.op, mc.dtype, mc.inputs))
-    facts = {f"{mc.mode} raised": one_line(got)} if isinstance(got, BaseException) else {}
+    return eager
+
+
+def matches_eager(target: Target, mc: ModeCase, backend: str) -> Observation:
+    eager = eager_result(target, mc, backend)
+    if isinstance(eager, Observation):
+        return eager
+    return judge(target, mc, backend, eager, _in_mode(target, mc, backend))
+
+
+def judge(target: Target, mc: ModeCase, backend: str, eager: Any, got: Any, where: str = "") -> Observation:
+    """``got`` (the op's result in the mode, or its error) against ``eager``: the output dtypes
+    as eager's or as declared, then the values (``where``: the pass, in the headline).
+    ``backend``: the compiler (``--compile-backend``; the export kind under ``export``)."""
+    case = Case("jit", target.device, mc.dtype, op=mc.op, entry=mc.op)
+    reproduce = reproduction(target, mc, backend)
+    where = where or (f"{mc.mode} ({backend}, {mc.config})" if mc.mode == "compile" else mc.mode)
+    declared = declaration(mc, find_divergence(target.spec, mc.mode, mc.op, mc.dtype, mc.inputs, backend))
+    facts = {f"{where} raised": one_line(got)} if isinstance(got, BaseException) else {}
     if not declared:
         facts["if intended"] = (
             f"add to spec/jit.yaml mode_divergences.{mc.mode}: {{op: {mc.op}, dtype: {mc.dtype}, "
@@ -145,7 +260,7 @@ def matches_eager(target: Target, mc: ModeCase, backend: str) -> Observation:
     dtypes = Observation(
         case,
         MATCHES_EAGER,
-        f"{mc.mode} gives other output dtypes than eager autocast ({mc.inputs} inputs)",
+        f"{where} gives other output dtypes than eager autocast ({mc.inputs} inputs)",
         observed_label(eager),
         observed_label(got),
         facts=facts,
@@ -158,17 +273,15 @@ def matches_eager(target: Target, mc: ModeCase, backend: str) -> Observation:
     assert info is not None
     if info.nondeterministic:
         return dtypes
-    mismatch = output_mismatch(
-        output_tensors(eager),
-        output_tensors(got),
-        target.spec.tolerance(mc.op, mc.dtype),
-        info.scratch_outputs,
-    )
-    return Observation(
+    tolerance = None if mc.config == EMULATE else target.spec.tolerance(mc.op, mc.dtype)
+    return values_observation(
         case,
         MATCHES_EAGER,
-        f"{mc.mode} differs from eager ({mc.inputs} inputs)",
-        "as eager",
-        str(mismatch) if mismatch is not None else "as eager",
-        reproduce=reproduce,
+        f"{where} {mc.op} (autocast {mc.dtype}, {mc.inputs} inputs)",
+        eager,
+        got,
+        tolerance,
+        info.scratch_outputs,
+        find_value_divergence(target.spec, mc.mode, backend, mc.config, mc.op, mc.dtype, mc.inputs),
+        reproduce,
     )

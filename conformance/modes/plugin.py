@@ -12,9 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
-from .ops import DECLARED
+from .batch import TIMING, use_cache_dir
+from .ops import DECLARED, SELECTED, ModeCase, batch_scope
 from .run import DEFAULT_COMPILE_BACKEND, MODES
+from .values import DECLARED_VALUES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,6 +34,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=DEFAULT_COMPILE_BACKEND,
         help="torch.compile backend for --mode compile (default aot_eager; inductor needs a C++ compiler)",
     )
+    group.addoption(
+        "--compile-cache",
+        default=None,
+        metavar="DIR",
+        help="inductor's cache directory for the run (default: a new temporary one; "
+        "give the same DIR again for a warm run)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One inductor cache directory per run, shared by its workers (set before they start)."""
+    if any(m != "eager" for m in selected_modes(config)):
+        use_cache_dir(config.getoption("--compile-cache", default=None))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -41,6 +57,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [i for i in items if i not in dropped]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``-n``: each compiled batch's tests go to one worker (one compile per batch, not one
+    per worker); every other test is its own scope, as in xdist's ``load`` distribution."""
+    if config.getoption("dist", default="no") != "load" or not any(
+        m != "eager" for m in selected_modes(config)
+    ):
+        return None
+    return BatchScheduling(config, log)
+
+
+class BatchScheduling(LoadScopeScheduling):
+    """xdist's scope distribution, a scope being a compiled batch (:func:`batch_scope`)."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return batch_scope(nodeid)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A compiled batch holds the selected cases only (``-k`` picks one op: one small graph)."""
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.params.get("mode_case") if callspec is not None else None
+        if isinstance(case, ModeCase):
+            SELECTED.add(case.id)
 
 
 def selected_modes(config: pytest.Config) -> tuple[str, ...]:
@@ -57,9 +100,10 @@ def declared_counts(terminalreporter: Any) -> dict[str, int]:
     counts: dict[str, int] = {}
     for report in terminalreporter.stats.get("xfailed", []):
         reason = str(getattr(report, "wasxfail", ""))
-        if reason.startswith(DECLARED):
-            mode = reason.removeprefix(DECLARED).split(" ", 1)[0]
-            counts[mode] = counts.get(mode, 0) + 1
+        for prefix in (DECLARED, DECLARED_VALUES):
+            if reason.startswith(prefix):
+                mode = reason.removeprefix(prefix).split(" ", 1)[0]
+                counts[mode] = counts.get(mode, 0) + 1
     return counts
 
 
@@ -71,7 +115,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     parts = ", ".join(f"{m} {counts.get(m, 0)}" for m in modes)
     terminalreporter.write_sep("-", "autocast execution modes")
     terminalreporter.write_line(
-        f"declared divergences from eager autocast (spec/jit.yaml mode_divergences), reported xfail: {parts}"
+        "declared divergences from eager autocast (spec/jit.yaml mode_divergences, spec/compiled.yaml "
+        f"value_divergences), reported xfail: {parts}"
     )
     if "compile" in modes:
         terminalreporter.write_line(f"torch.compile backend: {compile_backend(config)}")
+        if TIMING.graphs:  # this process compiled (not an xdist controller)
+            terminalreporter.write_line(
+                f"compiled {TIMING.graphs} graphs in {TIMING.seconds:.1f} s (first calls, compile included)"
+            )

@@ -25,7 +25,7 @@ from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.torch_registry import op_overload
 from reference_impl.harness.samples import resolve_entry_point
 
-MODES: tuple[str, ...] = ("eager", "script", "trace", "compile")
+MODES: tuple[str, ...] = ("eager", "script", "trace", "compile", "export")
 COMPILED_MODES: tuple[str, ...] = tuple(m for m in MODES if m != "eager")
 DEFAULT_COMPILE_BACKEND = "aot_eager"
 
@@ -42,7 +42,7 @@ class Slot:
     is_list: bool
 
 
-def _split(value: Any, tensors: list[torch.Tensor]) -> Any:
+def split(value: Any, tensors: list[torch.Tensor]) -> Any:
     """Replace tensors (and lists of tensors) by slots; keep constants."""
     if isinstance(value, torch.Tensor):
         tensors.append(value)
@@ -54,7 +54,7 @@ def _split(value: Any, tensors: list[torch.Tensor]) -> Any:
     return value
 
 
-def _rebuild(value: Any, tensors: Sequence[torch.Tensor]) -> Any:
+def rebuild(value: Any, tensors: Sequence[torch.Tensor]) -> Any:
     if isinstance(value, Slot):
         return [tensors[i] for i in value.indices] if value.is_list else tensors[value.indices[0]]
     return value
@@ -96,10 +96,21 @@ def _python_fn(
     def call(*tensors: torch.Tensor) -> Any:
         with _autocast(device, dtype):
             return fn(
-                *(_rebuild(a, tensors) for a in args), **{k: _rebuild(v, tensors) for k, v in kwargs.items()}
+                *(rebuild(a, tensors) for a in args), **{k: rebuild(v, tensors) for k, v in kwargs.items()}
             )
 
     return call
+
+
+class Region(torch.nn.Module):
+    """A module whose forward is ``fn`` (what ``torch.export`` exports)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        return self.fn(*tensors)
 
 
 def _literal(value: Any) -> str:
@@ -120,6 +131,33 @@ def _literal(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} {value!r} as a TorchScript literal")
 
 
+def call_text(target: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    """One op call as source text, its tensors named ``t<index>`` (their :class:`Slot` indices)."""
+    rendered = [_literal(a) for a in args] + [f"{k}={_literal(v)}" for k, v in kwargs.items()]
+    if "::" in target:
+        ns, rest = target.split("::", 1)
+        callee = f"torch.ops.{ns}.{rest.split('.')[0]}"
+    elif target.startswith("Tensor."):
+        callee = f"{rendered.pop(0)}.{target.split('.', 1)[1]}"
+    else:
+        callee = target
+    return f"{callee}({', '.join(rendered)})"
+
+
+def region_source(body: Sequence[str], result: str, n_tensors: int, device: str, dtype: torch.dtype) -> str:
+    """A module defining ``fn(t0, t1, ...)``: ``body`` (statements) inside ``torch.autocast``,
+    then ``return <result>``."""
+    params = ", ".join(f"t{i}: torch.Tensor" for i in range(n_tensors))
+    lines = "".join(f"        {line}\n" for line in body)
+    return (
+        "import torch\n\n\n"
+        f"def fn({params}):\n"
+        f"    with torch.autocast(device_type={device!r}, dtype=torch.{dtype_name(dtype)}):\n"
+        f"{lines}"
+        f"    return {result}\n"
+    )
+
+
 def script_source(
     target: str,
     args: Sequence[Any],
@@ -130,23 +168,15 @@ def script_source(
 ) -> str:
     """The source of the scripted function: one op call inside ``torch.autocast``."""
     params = ", ".join(f"t{i}: torch.Tensor" for i in range(n_tensors))
-    rendered = [_literal(a) for a in args] + [f"{k}={_literal(v)}" for k, v in kwargs.items()]
-    if "::" in target:
-        ns, rest = target.split("::", 1)
-        callee = f"torch.ops.{ns}.{rest.split('.')[0]}"
-    elif target.startswith("Tensor."):
-        callee = f"{rendered.pop(0)}.{target.split('.', 1)[1]}"
-    else:
-        callee = target
     return (
         "import torch\n\n\n"
         f"def fn({params}):\n"
         f"    with torch.autocast(device_type={device!r}, dtype=torch.{dtype_name(dtype)}):\n"
-        f"        return {callee}({', '.join(rendered)})\n"
+        f"        return {call_text(target, args, kwargs)}\n"
     )
 
 
-def _module_fn(source: str) -> Callable[..., Any]:
+def module_fn(source: str) -> Callable[..., Any]:
     """Write ``source`` to a module file (TorchScript reads source from files); return its ``fn``."""
     if not _SCRIPT_DIR:
         _SCRIPT_DIR.append(Path(tempfile.mkdtemp(prefix="autocast_modes_")))
@@ -174,25 +204,30 @@ def _build(
     if mode in ("script", "compile"):
         # a generated module per call: TorchScript needs source, and Dynamo caches per code
         # object (shared closures would hit its recompile limit and silently run eagerly)
-        fn = _module_fn(script_source(target, args, kwargs, len(tensors), device, dtype))
+        fn = module_fn(script_source(target, args, kwargs, len(tensors), device, dtype))
         if mode == "script":
             return torch.jit.script(fn)
         return torch.compile(fn, backend=backend, dynamic=False, fullgraph=True)
     py = _python_fn(target, args, kwargs, device, dtype)
     if mode == "eager":
         return py
+    if mode == "export":  # non-strict (strict: test_modes' per-op checks); run: ep.module()
+        return torch.export.export(Region(py), tuple(tensors), strict=False).module()
     if mode == "trace":
         return torch.jit.trace(py, tuple(tensors), check_trace=False)
     raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
 
 
-def _parts(
-    args: Sequence[Any], kwargs: Mapping[str, Any] | None
+def parts(
+    args: Sequence[Any], kwargs: Mapping[str, Any] | None, tensors: list[torch.Tensor] | None = None
 ) -> tuple[list[torch.Tensor], tuple[Any, ...], dict[str, Any]]:
-    """The call's tensors, and its arguments with each tensor (or list of them) a :class:`Slot`."""
-    tensors: list[torch.Tensor] = []
-    s_args = tuple(_split(a, tensors) for a in args)
-    s_kwargs = {k: _split(v, tensors) for k, v in (kwargs or {}).items()}
+    """The call's tensors, and its arguments with each tensor (or list of them) a :class:`Slot`.
+
+    ``tensors``: a list shared by several calls (a batch): the call's tensors are appended,
+    its slots index into it."""
+    tensors = [] if tensors is None else tensors
+    s_args = tuple(split(a, tensors) for a in args)
+    s_kwargs = {k: split(v, tensors) for k, v in (kwargs or {}).items()}
     return tensors, s_args, s_kwargs
 
 
@@ -213,7 +248,7 @@ def run_in_mode(
     of tensors become inputs of the compiled function; everything else is a constant
     (part of the cache key). Raises what the mode raises (compilation or run).
     """
-    tensors, s_args, s_kwargs = _parts(args, kwargs)
+    tensors, s_args, s_kwargs = parts(args, kwargs)
     key = (
         mode,
         target,
@@ -244,7 +279,7 @@ def fresh_in_mode(
     """Like :func:`run_in_mode`, but build a new function (not cached) and return the call, to
     make as often as wanted: its first call is its own (TorchScript raises some errors on the
     first call of a scripted function only)."""
-    tensors, s_args, s_kwargs = _parts(args, kwargs)
+    tensors, s_args, s_kwargs = parts(args, kwargs)
     fn = _build(mode, target, s_args, s_kwargs, tensors, device, dtype, backend)
     return lambda: fn(*tensors)
 

@@ -1,0 +1,264 @@
+"""python_surface: autocast's public Python entry points behave as ``spec/python_surface.yaml`` says.
+
+Cases, per dtype under test, generated from the spec's ``entry_points`` and ``validation``:
+
+* ``alias``: each region entry point with ``alias_of: torch.autocast`` bound to the device
+  under test (or to none), called positionally (its ``positional`` parameters, in order) and
+  by keyword, enabled and disabled, in eager and under ``torch.compile`` (aot_eager);
+* ``argument``: each ``validation`` entry: ``torch.autocast`` given that argument;
+* ``getter``: each ``dtype_getter`` for the device (``torch.get_autocast_dtype(device)``, the
+  legacy per-device getters), inside a region of the dtype under test;
+* ``cache_threads``: a weight's cast cached in a region, the weight changed in place, the
+  cache cleared from another thread (``torch.clear_autocast_cache``).
+
+Procedure and expectation, per kind:
+
+* ``alias``: the autocast state inside the region (enabled, dtype) and the output dtype of the
+  spec's probe op are ``torch.autocast(device, dtype=..., enabled=...)``'s;
+* ``argument``: it raises the declared error type with the declared message; or it warns and
+  the region stays disabled; or (dtype None) the region uses the device's default dtype;
+* ``getter``: it returns the canonical ``torch.dtype`` object (``is``, not only ``==``);
+* ``cache_threads``: the next call in the region casts the changed weight again (the clear
+  reached this thread's cache).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from autocast_spec.model import ArgumentCheck, EntryPointInfo
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.harness.samples import resolve_entry_point
+
+from ..kit.case import Case
+from ..kit.verdict import Observation, one_line
+from ..target import Target
+
+ALIAS = "python_surface.alias"
+ARGUMENT = "python_surface.argument"
+GETTER = "python_surface.getter"
+CACHE_THREADS = "python_surface.cache_threads"
+CHECKS = (ALIAS, ARGUMENT, GETTER, CACHE_THREADS)
+FORMS = ("positional", "keyword")
+RUNS = ("eager", "compile")
+
+
+@dataclass(frozen=True)
+class SurfaceVariant:
+    kind: str  # alias | argument | getter | cache_threads
+    name: str  # the entry point, or the argument and its value
+    form: str = ""  # alias: positional | keyword
+    enabled: bool = True
+    run: str = "eager"  # alias: eager | compile
+
+    @property
+    def label(self) -> str:
+        on = "" if self.kind != "alias" else ("-enabled" if self.enabled else "-disabled")
+        parts = [self.kind, self.name, self.form + on, "" if self.run == "eager" else self.run]
+        return "-".join(p for p in parts if p)
+
+
+def _bound_here(e: EntryPointInfo, device: str) -> bool:
+    return e.device in (None, device)
+
+
+def cases(target: Target) -> list[Case]:
+    surface = target.spec.surface
+    out = []
+    for dtype in target.dtypes:
+        variants = [
+            SurfaceVariant("alias", e.name, form, enabled, run)
+            for e in surface.entry_points
+            if e.alias_of and _bound_here(e, target.device)
+            for form in FORMS
+            for enabled in (True, False)
+            for run in RUNS
+        ]
+        variants += [SurfaceVariant("argument", f"{v.argument}={v.value}") for v in surface.validation]
+        variants += [
+            SurfaceVariant("getter", e.name)
+            for e in surface.entry_points
+            if e.role == "dtype_getter" and _bound_here(e, target.device)
+        ]
+        variants.append(SurfaceVariant("cache_threads", "torch.clear_autocast_cache"))
+        out += [Case("python_surface", target.device, dtype, variant=v) for v in variants]
+    return out
+
+
+GENERATORS = {"python_surface": cases}
+
+
+def entry(target: Target, name: str) -> EntryPointInfo:
+    return next(e for e in target.spec.surface.entry_points if e.name == name)
+
+
+def _quiet(fn: Callable[[], Any]) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+def _region_args(
+    e: EntryPointInfo, device: str, dtype: torch.dtype, enabled: bool, form: str
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The entry point's arguments for the region, positionally or by keyword."""
+    values = {"device_type": device, "dtype": dtype, "enabled": enabled, "cache_enabled": True}
+    if form == "positional":
+        return tuple(values[p] for p in e.positional), {}
+    return (), {k: values[k] for k in e.positional}
+
+
+def _probe(target: Target) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(4, 4, device=target.device), torch.randn(4, 4, device=target.device)
+
+
+def region_state(target: Target, make: Callable[[], Any], run: str) -> str:
+    """``enabled, dtype; probe op's output dtype`` inside the region ``make()`` opens."""
+    device = target.device
+    a, b = _probe(target)
+
+    def body(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with make():
+            return torch.mm(x, y)
+
+    if run == "compile":
+        torch._dynamo.reset()
+        out = _quiet(lambda: torch.compile(body, backend="aot_eager", fullgraph=True)(a, b))
+        return f"mm -> {dtype_name(out.dtype)}"
+    with _quiet(make):
+        on, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
+        state = f"enabled {on}, dtype {dtype_name(dtype)}"
+        out = torch.mm(a, b)
+    return f"{state}; mm -> {dtype_name(out.dtype)}"
+
+
+def alias(target: Target, case: Case) -> Observation:
+    v = case.variant
+    assert isinstance(v, SurfaceVariant)
+    e = entry(target, v.name)
+    dtype = dtype_of(case.dtype)
+    args, kwargs = _region_args(e, target.device, dtype, v.enabled, v.form)
+    fn = resolve_entry_point(e.name)
+    expected = region_state(
+        target, lambda: torch.autocast(target.device, dtype=dtype, enabled=v.enabled), v.run
+    )
+    try:
+        observed = region_state(target, lambda: fn(*args, **kwargs), v.run)
+    except Exception as exc:
+        observed = f"error: {one_line(exc)}"
+    call = f"{e.name}({', '.join([repr(a) for a in args] + [f'{k}={w!r}' for k, w in kwargs.items()])})"
+    return Observation(
+        case,
+        ALIAS,
+        f"{call} must behave like torch.autocast ({v.run})",
+        expected,
+        observed,
+        facts={"called": call},
+    )
+
+
+_VALUES: dict[str, Callable[[Target], Any]] = {
+    "torch_device": lambda t: torch.device(t.device),
+    "unknown_string": lambda t: "no_such_device",
+    "none": lambda t: None,
+    "float32": lambda t: torch.float32,
+    "float64": lambda t: torch.float64,
+    "int32": lambda t: torch.int32,
+    "string": lambda t: "yes",
+    "int": lambda t: 1,
+}
+
+
+def _expected_argument(target: Target, v: ArgumentCheck) -> str:
+    if v.outcome == "raises":
+        return f"raises {v.error}: ...{v.message}..."
+    if v.outcome == "warns_and_disables":
+        return f"warns {v.error}: ...{v.message}...; disabled"
+    return f"enabled, dtype {target.device_spec.default_dtype}"
+
+
+def argument(target: Target, case: Case) -> Observation:
+    v = case.variant
+    assert isinstance(v, SurfaceVariant)
+    name, _, value = v.name.partition("=")
+    check = next(c for c in target.spec.surface.validation if (c.argument, c.value) == (name, value))
+    kwargs: dict[str, Any] = {"device_type": target.device, "dtype": dtype_of(case.dtype)}
+    kwargs[name] = _VALUES[value](target)
+    expected = _expected_argument(target, check)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autocast(**kwargs):
+                on = torch.is_autocast_enabled(target.device)
+                got = dtype_name(torch.get_autocast_dtype(target.device))
+        except Exception as exc:
+            matches = type(exc).__name__ == check.error and (check.message or "") in str(exc)
+            observed = expected if matches and check.outcome == "raises" else f"raises {one_line(exc)}"
+            return Observation(case, ARGUMENT, f"torch.autocast({name}={kwargs[name]!r})", expected, observed)
+    if check.outcome == "warns_and_disables":
+        warned = any(
+            type(w.message).__name__ == check.error and (check.message or "") in str(w.message)
+            for w in caught
+        )
+        observed = expected if warned and not on else f"warned {warned}, enabled {on}, dtype {got}"
+    else:
+        observed = f"enabled, dtype {got}" if on else f"disabled, dtype {got}"
+    return Observation(case, ARGUMENT, f"torch.autocast({name}={kwargs[name]!r})", expected, observed)
+
+
+def getter(target: Target, case: Case) -> Observation:
+    v = case.variant
+    assert isinstance(v, SurfaceVariant)
+    e = entry(target, v.name)
+    fn = resolve_entry_point(e.name)
+    dtype = dtype_of(case.dtype)
+    with _quiet(lambda: torch.autocast(target.device, dtype=dtype)):
+        got = _quiet(lambda: fn() if e.device else fn(target.device))
+    observed = (
+        f"torch.{dtype_name(dtype)} (the same object)" if got is dtype else f"{got!r} ({type(got).__name__})"
+    )
+    return Observation(
+        case,
+        GETTER,
+        f"{e.name} returns the canonical dtype object",
+        f"torch.{dtype_name(dtype)} (the same object)",
+        observed,
+    )
+
+
+def cache_threads(target: Target, case: Case) -> Observation:
+    """A cast cached in a region, the weight changed in place, the cache cleared by another thread."""
+    x = torch.randn(4, 4, device=target.device)
+    w = torch.randn(4, 4, device=target.device, requires_grad=True)
+    with torch.autocast(target.device, dtype=dtype_of(case.dtype)):
+        first = torch.nn.functional.linear(x, w)
+        with torch.no_grad():
+            w.add_(1.0)
+        worker = threading.Thread(target=torch.clear_autocast_cache)
+        worker.start()
+        worker.join()
+        after = torch.nn.functional.linear(x, w)
+    observed = (
+        "the changed weight is cast again" if not torch.equal(first, after) else "the stale cast is served"
+    )
+    return Observation(
+        case,
+        CACHE_THREADS,
+        "torch.clear_autocast_cache() from another thread must clear this thread's casts",
+        "the changed weight is cast again",
+        observed,
+    )
+
+
+def check(target: Target, case: Case) -> Observation:
+    v = case.variant
+    assert isinstance(v, SurfaceVariant)
+    return {"alias": alias, "argument": argument, "getter": getter, "cache_threads": cache_threads}[v.kind](
+        target, case
+    )

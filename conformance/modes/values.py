@@ -1,0 +1,108 @@
+"""Values in a compiled mode against eager autocast, and the declared value divergences.
+
+An op whose outputs have eager's dtypes must also have eager's values: within the op's
+tolerance in a mode's default pass, bitwise in a pass that must round exactly where eager
+rounds (inductor's ``emulate_precision_casts``). A difference the compiler is known to make
+is declared in ``spec/compiled.yaml`` ``value_divergences`` with the largest error observed:
+the check reports it xfail with its reason while the error stays within that bound, and
+fails beyond it. A declaration holds on the hosts its condition names (the CPU capability);
+elsewhere the op must agree with eager, so the verdict is the same on every host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from autocast_spec.common import Tolerance
+from autocast_spec.model import Spec, ValueDivergence
+from reference_impl.harness.compare import flatten, max_abs_error, output_mismatch
+from reference_impl.harness.samples import output_tensors
+
+from ..kit.case import Case
+from ..kit.verdict import Declaration, Observation
+
+AS_EAGER = "as eager"
+WITHIN = "within the declared bound"
+DECLARED_VALUES = "declared value divergence: "  # the xfail reason's prefix
+
+
+def host_capability() -> str:
+    """The CPU capability ATen's kernels use here (``avx512``, ``avx2``, ``default``...)."""
+    return str(torch.backends.cpu.get_cpu_capability()).lower()
+
+
+def find_value_divergence(
+    spec: Spec, mode: str, backend: str, config: str, op: str, dtype: str, inputs: str
+) -> ValueDivergence | None:
+    """The declaration covering this run, the host aside (the caller checks it holds here)."""
+    return next(
+        (d for d in spec.value_divergences if d.covers(mode, backend, config, op, dtype, inputs)),
+        None,
+    )
+
+
+def largest_error(expected: Any, actual: Any, scratch: tuple[int, ...]) -> float:
+    """The largest absolute error over the floating outputs (scratch outputs aside)."""
+    worst = 0.0
+    pairs = zip(flatten(expected), flatten(actual), strict=False)
+    for index, ((_, e), (_, a)) in enumerate(pairs):
+        if index in scratch or not isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor):
+            continue
+        if e.is_floating_point() and a.shape == e.shape:
+            worst = max(worst, max_abs_error(a, e))
+    return worst
+
+
+def values_observation(
+    case: Case,
+    check: str,
+    where: str,
+    eager: Any,
+    got: Any,
+    tolerance: Tolerance | None,
+    scratch: tuple[int, ...],
+    declared: ValueDivergence | None,
+    reproduce: str,
+) -> Observation:
+    """``got`` against ``eager`` (``tolerance`` None: bitwise), and the declaration for it."""
+    exp, act = output_tensors(eager), output_tensors(got)
+    mismatch = output_mismatch(exp, act, tolerance, scratch)
+    if mismatch is None or mismatch.what != "values":
+        observed = AS_EAGER if mismatch is None else str(mismatch)
+        return Observation(
+            case, check, f"{where} differs from eager", AS_EAGER, observed, reproduce=reproduce
+        )
+    error = largest_error(exp, act, scratch)
+    host = host_capability()
+    facts: dict[str, Any] = {"max abs error": f"{error:.4g}", "host": host}
+    declaration = None
+    if declared is not None and declared.holds_on(host):
+        bound = f"{WITHIN} ({error:.3g} <= {declared.max_error})"
+        observed = (
+            bound
+            if error <= declared.max_error
+            else f"{mismatch}; over the declared bound {declared.max_error}"
+        )
+        declaration = Declaration(
+            f"{DECLARED_VALUES}{where}",
+            f"max abs error {error:.3g} (declared {declared.max_error}): {declared.reason} "
+            f"[condition: host {declared.host}, {declared.config}; {declared.cited}]",
+            (bound,),
+            where=str(declared.loc),
+        )
+    else:
+        observed = str(mismatch)
+        if declared is not None:
+            facts["declared"] = f"at {declared.loc} for host {declared.host} only (this host: {host})"
+    return Observation(
+        case,
+        check,
+        f"{where} differs from eager",
+        AS_EAGER,
+        observed,
+        facts=facts,
+        declared=declaration,
+        reproduce=reproduce,
+    )

@@ -1,0 +1,92 @@
+"""spec/python_surface.yaml and its category: the checks fail under planted surface bugs.
+
+Each plant is a ``-p`` plugin that replaces one public entry point the way a real bug did:
+the legacy alias ignoring ``enabled`` (PR #101052 fixed a positional ``enabled`` dropped under
+compile), and a legacy getter returning something other than the canonical dtype object
+(pytorch#65786).
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+from helpers.suite_runs import outcomes, run_suite, summary
+
+from autocast_spec.model import Spec
+
+WRONG_ALIAS = """
+import torch
+
+_real = torch.cpu.amp.autocast
+
+
+class autocast(torch.amp.autocast):
+    def __init__(self, enabled=True, dtype=torch.bfloat16, cache_enabled=True):
+        # planted: enabled is dropped (the region is always on)
+        super().__init__("cpu", dtype=dtype, enabled=True, cache_enabled=cache_enabled)
+
+
+torch.cpu.amp.autocast = autocast
+"""
+
+WRONG_GETTER = """
+import torch
+
+_real = torch.get_autocast_cpu_dtype
+torch.get_autocast_cpu_dtype = lambda: str(_real())  # planted: a name, not the dtype object
+"""
+
+PLANTS = (WRONG_ALIAS, WRONG_GETTER)
+# what each plant breaks: the checks that must fail, nothing else
+BROKEN = (
+    "alias-torch.cpu.amp.autocast-",  # every form and run: enabled is dropped
+    "getter-torch.get_autocast_cpu_dtype",
+)
+
+
+def test_planted_surface_bugs_fail_their_checks(tmp_path: Path) -> None:
+    """Both plants in one run (one subprocess): each breaks its checks and no other."""
+    (tmp_path / "planted_surface.py").write_text("\n".join(textwrap.dedent(p) for p in PLANTS))
+    xml = tmp_path / "out.xml"
+    p = run_suite(
+        "--backend",
+        "cpu",
+        "--dtype",
+        "bfloat16",
+        "-m",
+        "python_surface",
+        "-p",
+        "planted_surface",
+        f"--junitxml={xml}",
+        env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    got = outcomes(xml)
+    assert got, summary(p)
+    failed = {k for k, v in got.items() if v == "failure"}
+    for broken in BROKEN:
+        assert any(broken in k for k in failed), (broken, summary(p))
+    assert any("alias-torch.cpu.amp.autocast-positional-disabled-compile" in k for k in failed), failed
+    assert all(any(b in k for b in BROKEN) for k in failed), failed
+    assert {v for k, v in got.items() if k not in failed} == {"passed"}, got
+
+
+def test_the_surface_section_lists_the_issue_entry_points(spec: Spec) -> None:
+    names = {e.name for e in spec.surface.entry_points}
+    needed = {
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.cpu.amp.autocast",
+        "torch.cuda.amp.autocast",
+        "torch.is_autocast_enabled",
+        "torch.get_autocast_dtype",
+        "torch.set_autocast_dtype",
+        "torch.get_autocast_cpu_dtype",
+        "torch.amp.is_autocast_available",
+        "torch.clear_autocast_cache",
+        "torch.amp.custom_fwd",
+        "torch.amp.custom_bwd",
+    }
+    assert needed <= names, needed - names
+    assert {e.name for e in spec.surface.entry_points if e.deprecated} >= {"torch.cpu.amp.autocast"}
