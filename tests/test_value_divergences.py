@@ -53,7 +53,7 @@ def _verdict(
         "r",
     )
     try:
-        expect(SimpleNamespace(device="cpu", spec=spec), seen)  # type: ignore[arg-type]
+        expect(SimpleNamespace(device="cpu", spec=spec, device_spec=spec.devices["cpu"]), seen)  # type: ignore[arg-type]
     except pytest.xfail.Exception as e:
         return "xfail", str(e)
     except pytest.fail.Exception as e:

@@ -66,12 +66,17 @@ def _vendor(device: str, version: str) -> tuple[DeviceSpec | None, str]:
         data = read_yaml(f, str(f)).data
         if not isinstance(data, dict) or data.get("device") != device:
             continue
+        # a vendor file describes one release of the vendor, paired with its own torch releases
+        read_for = nearest_covered_version(device_torch_ranges([f]), version)
+        if read_for is None:
+            continue
         try:
-            spec = load_installed_spec([f], torch_version=version, check_registry=False)
+            spec = load_installed_spec([f], torch_version=read_for, check_registry=False)
         except SpecError:
-            continue  # the vendor spec does not cover this release
+            continue  # the vendor spec and the bundled one share no release
         if device in spec.devices:
-            return spec.devices[device], f"the bundled vendor spec {f.parent.name}/{f.name} (torch {version})"
+            name = f"{f.parent.name}/{f.name}"
+            return spec.devices[device], f"the bundled vendor spec {name} (torch {read_for})"
     return None, ""
 
 
