@@ -8,11 +8,9 @@ kind of fusion bug that computes ``op(float32 inputs)`` where eager computes
 
 from __future__ import annotations
 
-import os
-import textwrap
 from pathlib import Path
 
-from helpers.suite_runs import outcomes, run_suite, summary
+from helpers.suite_runs import run_planted, summary
 
 DROPCAST = """
 import torch
@@ -36,27 +34,14 @@ register_backend(name="dropcast")(aot_autograd(fw_compiler=_drop_casts))
 
 
 def test_a_compiler_that_drops_casts_fails_the_compile_mode(tmp_path: Path) -> None:
-    (tmp_path / "planted_compiler.py").write_text(textwrap.dedent(DROPCAST))
-    xml = tmp_path / "out.xml"
-    p = run_suite(
-        "--backend",
-        "cpu",
-        "--dtype",
-        "bfloat16",
-        "--mode",
-        "compile",
-        "--compile-backend",
-        "dropcast",
-        "-m",
-        "mode_check",
-        "-k",
-        "test_mode_matches_eager and (aten::mm- or aten::linear- or aten::relu-)",
-        "-p",
+    p, got = run_planted(
+        tmp_path,
         "planted_compiler",
-        f"--junitxml={xml}",
-        env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+        DROPCAST,
+        *("--backend", "cpu", "--dtype", "bfloat16", "--mode", "compile", "--compile-backend", "dropcast"),
+        *("-m", "mode_check"),
+        *("-k", "test_mode_matches_eager and (aten::mm- or aten::linear- or aten::relu-)"),
     )
-    got = outcomes(xml)
     assert got, summary(p)
     mm = {k: v for k, v in got.items() if "aten::mm-" in k or "aten::linear-" in k}
     assert len(mm) == 4, mm  # mm and linear, float32 and lower inputs

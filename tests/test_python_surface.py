@@ -8,11 +8,10 @@ compile), and a legacy getter returning something other than the canonical dtype
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
-from helpers.suite_runs import outcomes, run_suite, summary
+from helpers.suite_runs import run_planted, summary
 
 from autocast_spec.model import Spec
 
@@ -48,21 +47,12 @@ BROKEN = (
 
 def test_planted_surface_bugs_fail_their_checks(tmp_path: Path) -> None:
     """Both plants in one run (one subprocess): each breaks its checks and no other."""
-    (tmp_path / "planted_surface.py").write_text("\n".join(textwrap.dedent(p) for p in PLANTS))
-    xml = tmp_path / "out.xml"
-    p = run_suite(
-        "--backend",
-        "cpu",
-        "--dtype",
-        "bfloat16",
-        "-m",
-        "python_surface",
-        "-p",
+    p, got = run_planted(
+        tmp_path,
         "planted_surface",
-        f"--junitxml={xml}",
-        env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+        "\n".join(textwrap.dedent(p) for p in PLANTS),
+        *("--backend", "cpu", "--dtype", "bfloat16", "-m", "python_surface"),
     )
-    got = outcomes(xml)
     assert got, summary(p)
     failed = {k for k, v in got.items() if v == "failure"}
     for broken in BROKEN:

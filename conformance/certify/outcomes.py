@@ -141,7 +141,7 @@ class Outcomes:
         rep: pytest.TestReport = result.get_result()
         e = item.stash.get(_EXPECTATION, None)
         if rep.when == "call" or (rep.when == "setup" and rep.outcome != "passed"):
-            status, note = status_of(rep.outcome, e, _failure(call), hasattr(rep, "wasxfail"))
+            status, note = status_of(rep.outcome, e, _failure(call), getattr(rep, "wasxfail", None))
             item.stash[_STATUS] = (status, note)
             _rewrite(rep, status, note)
         elif rep.when == "teardown" and rep.outcome == "failed":

@@ -202,7 +202,7 @@ class Recorder:
         self.log.close()
         results = [self.results[n] for n in self.tests if n in self.results]
         core = mandatory_core(self.config)
-        self.verdict = results_verdict(results, core)
+        self.verdict = results_verdict(results, core, (b.id for b in run_spec(self.config).rules.known_bugs))
         if len(results) < len(self.tests):
             self.verdict.conformant = False
             self.verdict.reasons.append(f"{len(self.tests) - len(results)} test(s) have no result")

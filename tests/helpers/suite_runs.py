@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,18 @@ def run_suite(
     env = {**os.environ, **(env_extra or {})}
     cmd = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def run_planted(
+    tmp_path: Path, plugin: str, source: str, *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """The suite with ``source`` (a deviation: a wrong kernel, compiler or alias) written to
+    ``tmp_path/<plugin>.py`` and loaded with ``-p plugin``; the run and its outcomes."""
+    (tmp_path / f"{plugin}.py").write_text(textwrap.dedent(source))
+    xml = tmp_path / f"{plugin}.xml"
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    p = run_suite(*args, "-p", plugin, f"--junitxml={xml}", env_extra={"PYTHONPATH": path})
+    return p, outcomes(xml) if xml.exists() else {}
 
 
 def with_tests_on_path(env: Mapping[str, str] | None = None) -> dict[str, str]:
