@@ -312,7 +312,7 @@ class ArgumentCheck:
 
     argument: str  # device_type | dtype | enabled
     value: str  # torch_device | unknown_string | none | float32 | float64 | int32 | string | int
-    outcome: str  # raises | warns_and_disables | default_dtype
+    outcome: str  # raises | warns_and_disables | default_dtype | unsupported_dtype (the device rule)
     error: str | None
     message: str | None
     source: str

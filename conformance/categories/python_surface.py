@@ -27,17 +27,18 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from autocast_spec.model import ArgumentCheck, EntryPointInfo
 from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.harness.devices import device_is_real
 from reference_impl.harness.samples import resolve_entry_point
 
 from ..kit.case import Case
-from ..kit.verdict import Observation, one_line
+from ..kit.verdict import Observation, not_applicable, one_line
 from ..target import Target
 
 ALIAS = "python_surface.alias"
@@ -175,7 +176,24 @@ _VALUES: dict[str, Callable[[Target], Any]] = {
 }
 
 
+def _device_rule(target: Target, v: ArgumentCheck) -> ArgumentCheck:
+    """``unsupported_dtype``: what the device file's rule says for a dtype it does not support
+    (CPU warns and disables; CUDA accepts any; a vendor may raise)."""
+    if v.outcome != "unsupported_dtype":
+        return v
+    rule = target.device_spec.unsupported_dtype
+    if rule is None:
+        not_applicable(f"the {target.device} device file states no unsupported_dtype rule")
+    if rule.action == "accepted":
+        return replace(v, outcome="accepted", error=None, message=None)
+    outcome = "warns_and_disables" if rule.action == "warn_and_disable" else "raises"
+    error = "UserWarning" if outcome == "warns_and_disables" else "RuntimeError"
+    return replace(v, outcome=outcome, error=error, message=rule.text(target.device))
+
+
 def _expected_argument(target: Target, v: ArgumentCheck) -> str:
+    if v.outcome == "accepted":
+        return f"enabled, dtype {v.value}"
     if v.outcome == "raises":
         return f"raises {v.error}: ...{v.message}..."
     if v.outcome == "warns_and_disables":
@@ -187,7 +205,8 @@ def argument(target: Target, case: Case) -> Observation:
     v = case.variant
     assert isinstance(v, SurfaceVariant)
     name, _, value = v.name.partition("=")
-    check = next(c for c in target.spec.surface.validation if (c.argument, c.value) == (name, value))
+    declared = next(c for c in target.spec.surface.validation if (c.argument, c.value) == (name, value))
+    check = _device_rule(target, declared)
     kwargs: dict[str, Any] = {"device_type": target.device, "dtype": dtype_of(case.dtype)}
     kwargs[name] = _VALUES[value](target)
     expected = _expected_argument(target, check)
@@ -259,6 +278,11 @@ def cache_threads(target: Target, case: Case) -> Observation:
 def check(target: Target, case: Case) -> Observation:
     v = case.variant
     assert isinstance(v, SurfaceVariant)
+    if v.kind != "getter" and not device_is_real(target.device):
+        not_applicable(
+            f"torch.autocast({target.device!r}) disables itself where {target.device} has no runtime "
+            "(a policy-only run without the device): its Python surface is checked on the device"
+        )
     return {"alias": alias, "argument": argument, "getter": getter, "cache_threads": cache_threads}[v.kind](
         target, case
     )
