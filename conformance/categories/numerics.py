@@ -38,7 +38,7 @@ from ..kit.inputs import case_inputs
 from ..kit.intercept import call_entry
 from ..kit.outputs import dtype_observation, value_observation
 from ..kit.refusal import intercept_only
-from ..kit.verdict import Observation, expect
+from ..kit.verdict import Observation, expect, not_applicable
 from ..target import Target
 from .op_policy import OUTPUT_DTYPE
 
@@ -110,6 +110,8 @@ def random_mixes(target: Target, lower: torch.dtype) -> Callable[..., None]:
         and not device_needed(target, c.op)
         and not intercept_only(target, c.op)
     ]
+    if not pool and target.selected_ops:
+        not_applicable("--op selects no op this property can draw from")
     if not pool:
         shown = Case("hypothesis", target.device, dtype_name(lower))
         expect(target, Observation(shown, VALUES, "nothing to draw from", "a listed op with samples", "none"))

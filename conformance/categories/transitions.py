@@ -331,6 +331,8 @@ def machine(target: Target, lower: torch.dtype) -> type[RuleBasedStateMachine]:
         not_applicable(
             "the model needs rules.context.nesting_restores_state: the spec claims no state after an exit"
         )
+    if not transition_pool(target, dtype_name(lower)) and target.selected_ops:
+        not_applicable("--op selects no op the state machine can call")
     if not transition_pool(target, dtype_name(lower)):
         shown = Case("transitions", target.device, dtype_name(lower))
         expect(
