@@ -84,7 +84,7 @@ def _verdict(
         declared=ops.declaration(mc, declared),
     )
     try:
-        expect(SimpleNamespace(device="cpu", spec=spec), seen)  # type: ignore[arg-type]
+        expect(SimpleNamespace(device="cpu", spec=spec, device_spec=spec.devices["cpu"]), seen)  # type: ignore[arg-type]
     except pytest.xfail.Exception as e:  # a subclass of pytest.fail.Exception: first
         return "xfail", str(e)
     except pytest.fail.Exception as e:

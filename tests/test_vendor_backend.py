@@ -193,7 +193,9 @@ def test_broken_kernel_is_recorded_and_the_run_completes(
     res = results(out)
     broken = with_status(res, status)
     assert cert.rc == 1 and len(broken) == 1 and op in broken[0], (broken, cert.repro())
-    assert statuses(res) == {"pass", "skip", status}, (statuses(res), cert.repro())
+    # besides the broken op: passes, skips and torch's own known bugs (the suite's xfails)
+    others = {r["status"] for r in res.values() if not r["note"].startswith("suite xfail")}
+    assert others == {"pass", "skip", status}, (statuses(res), cert.repro())
     collected = json.loads((out / "collected.json").read_text())
     assert len(res) == len(collected), "every collected test has a result"
     assert any(op in t for t in with_status(res, "pass")), "the op's other tests ran after it broke"

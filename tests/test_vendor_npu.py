@@ -92,6 +92,7 @@ def test_declared_exceptions_get_their_status(bundles: dict[str, tuple[Path, Run
     out, cert, _ = bundles["shipped"]
     res = results(out)
     waived, xfail, unsupported = (with_status(res, s) for s in ("waived", "xfail", "not-supported"))
+    xfail = [t for t in xfail if not res[t]["note"].startswith("suite xfail")]  # torch's own known bugs
     assert waived and all("aten::cosh" in t for t in waived), (waived, cert.repro())
     assert xfail and all("aten::atan2" in t for t in xfail), (xfail, cert.repro())
     declared = ("aten::grid_sampler", "gru_cell", "test_cache.py", "test_custom_function.py")
