@@ -122,6 +122,9 @@ class DeviceSpec:
     # a vendor's own operators registered at the key, policy not stated (op -> why)
     registered_only: Mapping[str, str] = field(default_factory=frozen_map)
 
+    def __repr__(self) -> str:  # short: tracebacks print it once per frame (pytest's repr_args)
+        return f"DeviceSpec({self.device!r}, {len(self.ops)} ops, torch {self.torch_versions})"
+
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)
         return entry.policy if entry else None
@@ -364,6 +367,9 @@ class Spec:
     value_divergences: tuple[ValueDivergence, ...] = ()
     surface: Surface = Surface()
     installed_torch: str = ""  # the release of the torch it was loaded for (TorchFacts.version)
+
+    def __repr__(self) -> str:  # short: the full repr is megabytes, printed per traceback frame
+        return f"Spec(torch {self.torch_version}, devices {sorted(self.devices)}, {len(self.ops)} ops)"
 
     def device(self, name: str) -> DeviceSpec:
         try:

@@ -70,6 +70,10 @@ class Target:
     # --op: the ops whose tests are generated (empty: every op)
     selected_ops: frozenset[str] = frozenset()
 
+    def __repr__(self) -> str:  # short: tracebacks print it once per frame (pytest's repr_args)
+        mode = "policy-only" if self.policy_only else self.implementation
+        return f"Target({self.device!r}, {self.dtypes}, {mode}, {self.spec!r})"
+
     def selects(self, op: str) -> bool:
         """Whether the run generates ``op``'s tests (``--op``)."""
         return not self.selected_ops or op in self.selected_ops

@@ -26,17 +26,19 @@ from conformance.target import Options, resolve_target
 # cpu --dtype all and cuda --policy-only --dtype all: tests/test_self_conformance.py.
 @pytest.mark.parametrize("device", ["xpu", "mps", "mtia"])
 def test_policy_only_passes_without_the_device(device: str) -> None:
-    p = run_suite("--backend", device, "--policy-only", "--dtype", "all", "-n", "2")
+    p = run_suite("--backend", device, "--policy-only", "--dtype", "all")
     assert p.returncode == 0, summary(p)
     assert " passed" in p.stdout and "skipped" in p.stdout, summary(p)  # numerics are reported as skipped
 
 
-def test_every_mode_passes_with_every_dtype() -> None:
-    """script, trace and compile agree with eager, or diverge as spec/jit.yaml declares, for both dtypes."""
-    modes = [a for m in ("script", "trace", "compile") for a in ("--mode", m)]
-    p = run_suite("--backend", "cpu", "--dtype", "all", "-m", "mode_check", *modes, "-n", "2")
+@pytest.mark.parametrize("mode", ["script", "trace", "compile"])
+def test_every_mode_passes_with_every_dtype(mode: str) -> None:
+    """Each mode agrees with eager, or diverges as spec/jit.yaml declares, for both dtypes."""
+    p = run_suite("--backend", "cpu", "--dtype", "all", "-m", "mode_check", "--mode", mode)
     assert p.returncode == 0, summary(p)
-    assert " passed" in p.stdout and " xfailed" in p.stdout, summary(p)  # declared divergences are xfails
+    assert " passed" in p.stdout, summary(p)
+    if mode != "trace":  # declared divergences are xfails (trace has none on cpu)
+        assert " xfailed" in p.stdout, summary(p)
 
 
 def test_xdist_gives_the_same_outcomes(tmp_path: Path) -> None:

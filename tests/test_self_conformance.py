@@ -29,10 +29,8 @@ RUNS = {
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_reference_and_native_agree(name: str, tmp_path: Path) -> None:
     args = RUNS[name]
-    native = run_suite(*args, "-n", "2", f"--junitxml={tmp_path / 'native.xml'}")
-    reference = run_suite(
-        *args, "--implementation", "reference", "-n", "2", f"--junitxml={tmp_path / 'ref.xml'}"
-    )
+    native = run_suite(*args, f"--junitxml={tmp_path / 'native.xml'}")
+    reference = run_suite(*args, "--implementation", "reference", f"--junitxml={tmp_path / 'ref.xml'}")
     assert native.returncode == 0, "native:\n" + summary(native)
     assert reference.returncode == 0, "reference:\n" + summary(reference)
     a, b = outcomes(tmp_path / "native.xml"), outcomes(tmp_path / "ref.xml")

@@ -12,15 +12,13 @@ docs/spec-diff.md hold. The policy-only suite against each vendor spec with
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
+from helpers.suite_runs import run_suite
 
 from autocast_spec.env_overrides import apply_env_overrides
 from autocast_spec.files import vendor_spec_dir
@@ -258,15 +256,14 @@ def test_policy_only_suite_passes(stem: str) -> None:
     if not specifier_contains(ds.torch_versions, installed_torch_version()):
         pytest.skip(f"{f.name} pairs with torch {ds.torch_versions}: certified in its tox env (tox.ini)")
     env = {**env, "NPU_SIM_SPEC": str(f)} if "npu_backend" in plugins else env
-    cmd = [sys.executable, "-m", "pytest", "conformance", *plugins, "--backend", ds.device, "--spec", str(f),
-           "--policy-only", "--implementation", "reference", "--dtype", "all", "-q"]  # fmt: skip
+    args = [*plugins, "--backend", ds.device, "--spec", str(f),
+            "--policy-only", "--implementation", "reference", "--dtype", "all"]  # fmt: skip
     paths = f"{ROOT}:{ROOT / 'tests' / 'vendor_npu'}"
-    full_env = {**os.environ, **env, "PYTHONPATH": paths}
-    cmd.extend(["-p", "no:cacheprovider"])
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=full_env)
+    r = run_suite(*args, plugin_env=env, env_extra={"PYTHONPATH": paths})
     tail = r.stdout[-3000:]
     assert r.returncode == 0 and " passed" in tail and not re.search(r"\b\d+ failed", tail), (
-        f"{' '.join(f'{k}={v}' for k, v in env.items())} PYTHONPATH={paths} {' '.join(cmd)}\n{tail}"
+        f"{' '.join(f'{k}={v}' for k, v in env.items())} PYTHONPATH={paths} "
+        f"python -m pytest conformance {' '.join(args)}\n{tail}"
     )
 
 

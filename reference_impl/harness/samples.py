@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import is_fake
+from torch._guards import detect_fake_mode
 
 from autocast_spec.catalog import Arg, DtypeArg, EntryPoint, ListArg, Literal, Sample, TensorArg
 
@@ -64,14 +64,14 @@ def _values(arg: TensorArg, gen: torch.Generator) -> torch.Tensor:
 
 
 def make_tensor(arg: TensorArg, float_dtype: torch.dtype, device: str, gen: torch.Generator) -> torch.Tensor:
-    base = _values(arg, gen)
     dtype = float_dtype if arg.is_test_float else dtype_of(arg.dtype)
-    if is_fake(base) and torch.device(device).type != "cpu":
-        # FakeTensors carry no values, and a CPU-only build cannot move one to
-        # an absent device: make the fake tensor on that device directly.
+    if detect_fake_mode() is not None:
+        # Under a FakeTensorMode tensors carry no values (drawing them costs a fake random
+        # kernel each), and a CPU-only build cannot move one to an absent device: make the
+        # fake tensor on that device directly.
         t = torch.empty(arg.shape, dtype=dtype, device=device)
     else:
-        t = base.to(dtype).to(device)
+        t = _values(arg, gen).to(dtype).to(device)
     if arg.requires_grad and (t.is_floating_point() or t.is_complex()):
         t.requires_grad_(True)
     return t

@@ -29,13 +29,26 @@ TESTS = ROOT / "tests"
 def run_suite(
     *args: str,
     env_extra: Mapping[str, str] | None = None,
+    plugin_env: Mapping[str, str] | None = None,
     timeout: int = 900,
     paths: Sequence[str] = ("conformance",),
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest <paths> -q <args>`` from the repository root."""
-    env = {**os.environ, **(env_extra or {})}
-    cmd = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *args]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    """``python -m pytest <paths> -q <args>`` from the repository root.
+
+    ``plugin_env``: variables read only by ``-p`` plugins of the run, at their import.
+    A run on one process whose other environment only extends ``PYTHONPATH`` is forked
+    from a warm process (helpers/warm.py: torch, pytest and the project imported once); one
+    with ``-n`` (pytest-xdist starts fresh workers) or another environment is a fresh
+    interpreter.
+    """
+    pytest_args = [*paths, "-q", "-p", "no:cacheprovider", *args]
+    env = {**(plugin_env or {}), **(env_extra or {})}
+    if "-n" not in args and set(env_extra or {}) <= {"PYTHONPATH"}:
+        return warm.run(pytest_args, env, timeout=timeout)
+    cmd = [sys.executable, "-m", "pytest", *pytest_args]
+    return subprocess.run(
+        cmd, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def run_planted(
