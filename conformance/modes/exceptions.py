@@ -9,7 +9,9 @@ with Dynamo's own graph (backend ``eager``): restoring the state is Dynamo's job
 the backend.
 Expectation (``rules.context.exception_restores_state``): the state is as before: enabled,
 dtype, cache flag and the nesting depth (a leaked depth keeps the cast cache from ever
-being cleared).
+being cleared). Where the mode traces the program when it is built (trace, export), the
+``shape`` error is raised while tracing: a tracer that swallows it (pytorch#153202: non-strict
+export's autocast exit returned true) builds a program from a function that raised.
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ from ..kit.inputs import rebuilt
 from ..kit.state import autocast_fields
 from ..kit.verdict import Observation, not_applicable
 from ..target import Target
-from .run import run_in_mode
+from .run import fresh_in_mode, run_in_mode
 
 EXCEPTION_STATE = "modes.exception_state"
 ERRORS = ("shape", "runtime")
 OUTER = ("off", "float16")
 AS_BEFORE = "state as before"
+# modes whose program is traced when built: an error raised in the region while tracing must
+# escape the tracer (a tracer that swallows it builds a program from a function that raised)
+TRACED_WHEN_BUILT = ("trace", "export")
+TRACING = "raised while tracing"
 
 
 def _raising_call(target: Target, kind: str) -> tuple[str, Materialized] | None:
@@ -50,6 +56,27 @@ def _raising_call(target: Target, kind: str) -> tuple[str, Materialized] | None:
     last = max(i for i, t in enumerate(tensors) if t.is_floating_point())
     tensors[last] = torch.rand([n + 1 for n in tensors[last].shape], device=dev)
     return op, rebuilt(m, tensors)
+
+
+def _raises(
+    mode: str, fn: str, m: Materialized, dev: str, dtype: torch.dtype, backend: str, error: str
+) -> str | None:
+    """Where the call raised: while tracing (building the program), at run time, or None."""
+    if error != "shape" or mode not in TRACED_WHEN_BUILT:
+        try:
+            run_in_mode(mode, fn, m.args, m.kwargs, device=dev, dtype=dtype, backend=backend)
+        except Exception:  # any error from the bad arguments
+            return "raised"
+        return None
+    try:
+        call = fresh_in_mode(mode, fn, m.args, m.kwargs, device=dev, dtype=dtype, backend=backend)
+    except Exception:
+        return TRACING
+    try:
+        call()
+    except Exception:
+        return "raised only when the program ran: the tracer swallowed it"
+    return None
 
 
 def escaping(
@@ -78,17 +105,20 @@ def escaping(
                 torch.set_autocast_enabled(dev, True)
                 torch.set_autocast_dtype(dev, torch.float16)
             before = autocast_fields(dev)
-            try:
-                run_in_mode(
-                    mode, fn, m.args, m.kwargs, device=dev, dtype=dtype_of(target.dtypes[0]), backend=b
-                )
-                raised = False
-            except Exception:  # any error from the bad arguments
-                raised = True
+            raised = _raises(mode, fn, m, dev, dtype_of(target.dtypes[0]), b, error)
             after = autocast_fields(dev)
         where = f"{mode} (backend {b})" if mode == "compile" else mode
-        if not raised:
+        if raised is None:
             yield Observation(case, EXCEPTION_STATE, f"{where}: the call did not raise", "an error", "it ran")
+        elif error == "shape" and mode in TRACED_WHEN_BUILT:
+            yield Observation(
+                case,
+                EXCEPTION_STATE,
+                f"{where}: an error raised in the region while tracing escapes the tracer",
+                TRACING,
+                raised,
+                reproduce=f"pytest conformance --mode {mode} -k 'restores_state and {error}'",
+            )
         yield Observation(
             case,
             EXCEPTION_STATE,

@@ -73,7 +73,9 @@ def mismatch(lim: JitLimitation, obs: ScenarioOutcome) -> list[str]:
     """Everything where the observation disagrees with the entry (empty: agreement)."""
     out = []
     if obs.outcome != lim.expect:
-        out.append(f"expect {lim.expect!r}, observed {obs.outcome!r} {obs.message!r}")
+        seen = ", ".join(f"{op} → {dtype}" for op, dtype in obs.differs)
+        head = f"expect {lim.expect!r}, observed {obs.outcome!r} {obs.message!r}"
+        out.append(f"{head} ({seen})" if seen else head)
     if lim.expect == "error" and obs.outcome == "error" and lim.message and lim.message not in obs.message:
         out.append(f"error message: expected to contain {lim.message!r}, got {obs.message!r}")
     unobserved = sorted({d.op for d in lim.differs} - set(lim.observes))

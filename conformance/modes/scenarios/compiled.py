@@ -1,4 +1,4 @@
-"""torch.compile scenarios (backend aot_eager: no C++ toolchain). See :mod:`.core`."""
+"""torch.compile scenarios (backend aot_eager: no C++ toolchain) and torch.export ones. See :mod:`.core`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 
 from reference_impl.engine.dtypes import dtype_name
 
+from ..run import Region
 from .core import DEVICE, Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario, values
 
 
@@ -109,3 +110,99 @@ def _compile_exception(ctx: Setting) -> ScenarioOutcome:
         return state()
 
     return run_twice(call, before, values(STATE, (True, dtype_name(REGION))))  # leaked: the region's state
+
+
+@scenario("compile-graph-break-in-region")
+def _compile_graph_break(ctx: Setting) -> ScenarioOutcome:
+    """A graph break inside the region: Dynamo resumes in a new frame, which must re-enter the
+    region (the op after the break), and leave it (the op after the region)."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            x = torch.mm(a, b)
+            torch._dynamo.graph_break()  # a no-op eagerly
+            y = torch.mm(a, b)
+        return x, y, torch.mm(a, b)
+
+    a, b = mats()
+    c = _compiled(fn)
+    return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
+
+
+@scenario("compile-nested-regions")
+def _compile_nested(ctx: Setting) -> ScenarioOutcome:
+    """Regions nested in one compiled graph: a disabled one and one of another dtype inside an
+    enabled one, then the outer region again."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            x = torch.mm(a, b)
+            with torch.autocast(device_type="cpu", enabled=False):
+                y = torch.mm(a, b)
+            with torch.autocast(device_type="cpu", dtype=REGION):
+                w = torch.mm(a, b)
+            return x, y, w, torch.mm(a, b)
+
+    a, b = mats()
+    c = _compiled(fn, fullgraph=True)
+    return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
+
+
+@scenario("compile-dynamic-shapes")
+def _compile_dynamic(ctx: Setting) -> ScenarioOutcome:
+    """torch.compile(dynamic=True) under an eager region, with a disabled region inside, called
+    with two shapes (one symbolic graph): the graph must run with the autocast state it was
+    traced under."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x = torch.mm(a, b)
+        with torch.autocast(device_type="cpu", enabled=False):
+            return x, torch.mm(a, b)
+
+    small, big = mats(), mats(n=2, size=6)
+    c = torch.compile(fn, backend="aot_eager", dynamic=True)
+    with ac():
+        eager = ctx.outputs(fn(*small) + fn(*big))
+        return run_twice(
+            lambda: ctx.outputs(c(*small) + c(*big)), eager, ctx.under_outer_autocast(small[0].dtype)
+        )
+
+
+@scenario("compile-reused-across-autocast-states")
+def _compile_reused(ctx: Setting) -> ScenarioOutcome:
+    """One compiled function (no region of its own) called inside an eager region, outside any,
+    then inside a region of another dtype: each state needs its own graph (the guards)."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.mm(a, b)
+
+    def calls(f: Callable[..., torch.Tensor], a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with ac():
+            inside = f(a, b)
+        outside = f(a, b)
+        with torch.autocast(device_type=DEVICE, dtype=REGION):
+            return inside, outside, f(a, b)
+
+    a, b = mats()
+    c = _compiled(fn)
+    eager = ctx.outputs(calls(fn, a, b))
+    return run_twice(lambda: ctx.outputs(calls(c, a, b)), eager, ctx.without_region(a.dtype))
+
+
+@scenario("export-decomposed-composites")
+def _export_composites(ctx: Setting) -> ScenarioOutcome:
+    """torch.export keeps composite (CompositeImplicitAutograd) ops whole inside the region;
+    run_decompositions() then decomposes them: their inner ops must still be autocast (the
+    CPU lists name matmul, not einsum or tensordot, whose decompositions call bmm/mm)."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            return torch.matmul(a, b), torch.einsum("ij,jk->ik", a, b), torch.tensordot(a, b, dims=1)
+
+    a, b = mats()
+
+    def exported() -> Outputs:
+        ep = torch.export.export(Region(fn), (a, b), strict=False)
+        return ctx.outputs(ep.run_decompositions().module()(a, b))
+
+    return run_twice(exported, ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))

@@ -203,9 +203,9 @@ def jit_autocast_pass(enabled: bool) -> Iterator[None]:
         torch._C._jit_set_autocast_mode(old)
 
 
-def mats(n: int = 2, dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
+def mats(n: int = 2, dtype: torch.dtype = torch.float32, size: int = 4) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(0)
-    return [torch.rand(4, 4, generator=gen).to(dtype) for _ in range(n)]
+    return [torch.rand(size, size, generator=gen).to(dtype) for _ in range(n)]
 
 
 def values(labels: Sequence[str], observed: Sequence[Any]) -> Outputs:
