@@ -1,4 +1,4 @@
-"""--mode script|trace|compile: every catalogued op of the backend through the mode against
+"""--mode script|trace|compile|export|aoti: every catalogued op of the backend through the mode against
 eager autocast (conformance/modes/ops.py), gradients through a compiled region
 (modes/gradients.py), and the state an exception escaping a region leaves (modes/exceptions.py).
 Deselected when only eager is chosen."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.kit.verdict import expect
-from conformance.modes import exceptions, export, gradients, ops
+from conformance.modes import aoti, exceptions, export, gradients, ops
 from conformance.modes.plugin import compile_backend, selected_modes
 from conformance.session import target_of
 from conformance.target import Target
@@ -31,6 +31,9 @@ def test_mode_matches_eager(target: Target, mode_case: ops.ModeCase, request: py
     if mode_case.mode == "export":
         for seen in export.matches_eager(target, mode_case):
             expect(target, seen)
+        return
+    if mode_case.mode == "aoti":
+        expect(target, aoti.matches_eager(target, mode_case))
         return
     expect(target, ops.matches_eager(target, mode_case, compile_backend(request.config)))
 

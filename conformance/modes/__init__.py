@@ -3,8 +3,8 @@
 
 The words, each with one meaning:
 
-* a **mode** is how a call runs: ``eager``, ``script``, ``trace``, ``compile``
-  (``--mode``, repeatable; ``--compile-backend`` for ``compile``);
+* a **mode** is how a call runs: ``eager``, ``script``, ``trace``, ``compile``, ``export``,
+  ``aoti`` (``--mode``, repeatable; ``--compile-backend`` for ``compile``);
 * a **divergence** is a declared difference of one op's result in a mode from eager
   autocast (``spec/jit.yaml`` ``mode_divergences``);
 * a **limitation** is an entry of ``spec/jit.yaml`` ``limitations``, and its **scenario**
@@ -12,7 +12,8 @@ The words, each with one meaning:
 
 Modules: :mod:`.plugin` (the options), :mod:`.run` (:func:`run_in_mode`, the documented
 entry point), :mod:`.ops` (every catalogued op in a mode against eager), :mod:`.gradients`
-(backward through a compiled region), :mod:`.exceptions` (an exception escaping a region),
+(backward through a compiled region), :mod:`.export` and :mod:`.aoti` (exported programs and
+AOTInductor packages), :mod:`.exceptions` (an exception escaping a region),
 :mod:`.scenarios` (the limitations).
 """
 

@@ -64,7 +64,7 @@ def batch_scope(nodeid: str) -> str:
     """The batch a test's node id belongs to (``compile-bfloat16-float32``), else the id itself:
     a distributed run sends each batch's tests to one worker, which compiles it once."""
     m = SCOPE.search(nodeid)
-    if m is None or not m["pass"].startswith(("compile", "export")):
+    if m is None or not m["pass"].startswith(("compile", "export", "aoti")):
         return nodeid
     pass_ = "export" if m["pass"].startswith("export") else m["pass"]  # both passes: one program
     return f"{pass_}-{m['dtype']}-{m['inputs']}"

@@ -2,7 +2,8 @@
 
 It adds
 
-* ``--mode eager|script|trace|compile`` (repeatable; default ``eager``),
+* ``--mode eager|script|trace|compile|export|aoti`` (repeatable; default ``eager``; ``aoti``
+  stops the run with a usage error where AOTInductor or a C++ compiler is missing),
 * ``--compile-backend aot_eager|inductor|...`` (default ``aot_eager``: no C++ toolchain),
 * a terminal-summary line counting the declared divergences reported xfail.
 """
@@ -14,6 +15,8 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from ..errors import usage_error
+from .aoti import unavailable
 from .batch import TIMING, use_cache_dir
 from .ops import DECLARED, SELECTED, ModeCase, batch_scope
 from .run import DEFAULT_COMPILE_BACKEND, MODES
@@ -45,7 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """One inductor cache directory per run, shared by its workers (set before they start)."""
-    if any(m != "eager" for m in selected_modes(config)):
+    modes = selected_modes(config)
+    if "aoti" in modes and (why := unavailable()):
+        usage_error(f"--mode aoti: {why}")
+    if any(m != "eager" for m in modes):
         use_cache_dir(config.getoption("--compile-cache", default=None))
 
 
@@ -120,7 +126,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     )
     if "compile" in modes:
         terminalreporter.write_line(f"torch.compile backend: {compile_backend(config)}")
-        if TIMING.graphs:  # this process compiled (not an xdist controller)
-            terminalreporter.write_line(
-                f"compiled {TIMING.graphs} graphs in {TIMING.seconds:.1f} s (first calls, compile included)"
-            )
+    if {"compile", "aoti"} & set(modes) and TIMING.graphs:  # this process compiled (not xdist's controller)
+        terminalreporter.write_line(
+            f"compiled {TIMING.graphs} graphs in {TIMING.seconds:.1f} s (first calls, compile included)"
+        )

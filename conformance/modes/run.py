@@ -1,4 +1,5 @@
-"""One op call run eagerly, through TorchScript, a trace, or torch.compile (``--mode``).
+"""One op call run eagerly, through TorchScript, a trace, torch.compile, torch.export or an
+AOTInductor package (``--mode``).
 
 :func:`run_in_mode` wraps a single op call (an aten op name such as ``aten::mm`` or a
 public entry point such as ``torch.mm``, ``Tensor.mm`` or ``torch.nn.functional.linear``)
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -20,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch._inductor
 
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.torch_registry import op_overload
 from reference_impl.harness.samples import resolve_entry_point
 
-MODES: tuple[str, ...] = ("eager", "script", "trace", "compile", "export")
+MODES: tuple[str, ...] = ("eager", "script", "trace", "compile", "export", "aoti")
 COMPILED_MODES: tuple[str, ...] = tuple(m for m in MODES if m != "eager")
 DEFAULT_COMPILE_BACKEND = "aot_eager"
 
@@ -213,9 +216,22 @@ def _build(
         return py
     if mode == "export":  # non-strict (strict: test_modes' per-op checks); run: ep.module()
         return torch.export.export(Region(py), tuple(tensors), strict=False).module()
+    if mode == "aoti":
+        return aoti_compiled(py, tensors)
     if mode == "trace":
         return torch.jit.trace(py, tuple(tensors), check_trace=False)
     raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+
+
+def aoti_compiled(fn: Callable[..., Any], tensors: Sequence[torch.Tensor]) -> Callable[..., Any]:
+    """``fn`` exported (non-strict) and compiled by AOTInductor into a package of its own (under
+    the run's inductor cache directory, ``TORCHINDUCTOR_CACHE_DIR``), loaded back."""
+    ep = torch.export.export(Region(fn), tuple(tensors), strict=False)
+    root = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or tempfile.mkdtemp(prefix="autocast_inductor_"))
+    (root / "aoti_packages").mkdir(parents=True, exist_ok=True)
+    path = root / "aoti_packages" / f"p{os.getpid()}_{next(_counter)}.pt2"
+    torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
+    return torch._inductor.aoti_load_package(str(path))
 
 
 def parts(
