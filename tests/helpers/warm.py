@@ -11,14 +11,16 @@ A run's own modules (the ``-p`` plugin, the test files) are imported in the chil
 so nothing it installs outlives it.
 
 Only runs whose environment changes nothing the warm process has imported may come here
-(the deviation plugins read their variable at import, in the child). ``python -m
-helpers.warm`` is the server; :func:`run` is the client.
+(the deviation plugins read their variable at import, in the child). Besides pytest, a
+module of ``tests/`` with a ``main()`` may run there (the real bugs' witnesses).
+``python -m helpers.warm`` is the server; :func:`run` is the client.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import json
 import os
 import subprocess
@@ -46,9 +48,10 @@ def _stop_servers() -> None:
 
 
 def run(
-    args: Sequence[str], env_extra: Mapping[str, str], timeout: float
+    args: Sequence[str], env_extra: Mapping[str, str], timeout: float, module: str = "pytest"
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest <args>`` from the repository root, forked from this thread's server."""
+    """``python -m <module> <args>`` from the repository root, forked from this thread's server
+    (``pytest``, or a module of ``tests/`` whose ``main()`` returns the exit code)."""
     server = getattr(_LOCAL, "server", None)
     if server is None or server.poll() is not None:
         server = _LOCAL.server = subprocess.Popen(
@@ -63,7 +66,7 @@ def run(
     assert server.stdin is not None and server.stdout is not None
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        request = {"args": list(args), "env": dict(env_extra), "timeout": timeout}
+        request = {"args": list(args), "env": dict(env_extra), "timeout": timeout, "module": module}
         request |= {"out": str(out), "err": str(err)}
         server.stdin.write(json.dumps(request) + "\n")
         server.stdin.flush()
@@ -71,7 +74,7 @@ def run(
         if not line:
             raise RuntimeError(f"the warm suite server (python -m helpers.warm) died: exit {server.wait()}")
         code = json.loads(line)["returncode"]
-        cmd = [sys.executable, "-m", "pytest", *args]
+        cmd = [sys.executable, "-m", module, *args]
         return subprocess.CompletedProcess(cmd, code, _read(out), _read(err))
 
 
@@ -91,10 +94,14 @@ def _child(request: dict) -> None:
         extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:0] = [p for p in extra if p not in sys.path]
         os.chdir(ROOT)
-        import pytest
+        if request["module"] == "pytest":
+            import pytest
 
-        # the project's modules are imported already, so pytest cannot rewrite their asserts
-        code = int(pytest.main([*request["args"], "-W", "ignore::pytest.PytestAssertRewriteWarning"]))
+            # the project's modules are imported already, so pytest cannot rewrite their asserts
+            code = int(pytest.main([*request["args"], "-W", "ignore::pytest.PytestAssertRewriteWarning"]))
+        else:
+            sys.argv = [request["module"], *request["args"]]
+            code = int(importlib.import_module(request["module"]).main())
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -17,22 +17,20 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from helpers import warm
 from helpers.suite_runs import (
-    ROOT,
     SuiteRun,
     replace_table_block,
     run_injected,
     short,
     summary,
     table_block,
-    with_tests_on_path,
 )
 
 from .corpus import ENTRIES, Entry
@@ -50,9 +48,8 @@ class Witness:
 
 
 def witness(entry: Entry) -> Witness:
-    """The entry's witness, before and after its replay, in a fresh process."""
-    cmd = [sys.executable, "-m", "realbugs.show", entry.id]
-    p = subprocess.run(cmd, cwd=ROOT, env=with_tests_on_path(), capture_output=True, text=True, timeout=600)
+    """The entry's witness, before and after its replay, in a process of its own (forked warm)."""
+    p = warm.run([entry.id], {}, timeout=600, module="realbugs.show")
     lines = p.stdout.strip().splitlines()
     if p.returncode != 0 or not lines:
         return Witness(error=summary(p))
