@@ -3,7 +3,8 @@
 Each plant is a ``-p`` plugin that replaces one public entry point the way a real bug did:
 the legacy alias ignoring ``enabled`` (PR #101052 fixed a positional ``enabled`` dropped under
 compile), and a legacy getter returning something other than the canonical dtype object
-(pytorch#65786).
+(pytorch#65786); and a current entry point that warns as deprecated. The planted alias also
+drops the alias's deprecation warning.
 """
 
 from __future__ import annotations
@@ -37,11 +38,27 @@ _real = torch.get_autocast_cpu_dtype
 torch.get_autocast_cpu_dtype = lambda: str(_real())  # planted: a name, not the dtype object
 """
 
-PLANTS = (WRONG_ALIAS, WRONG_GETTER)
+WRONG_DEPRECATION = """
+import warnings
+
+_custom_bwd = torch.amp.custom_bwd
+
+
+def custom_bwd(*args, **kwargs):
+    warnings.warn("torch.amp.custom_bwd is deprecated", FutureWarning)  # planted
+    return _custom_bwd(*args, **kwargs)
+
+
+torch.amp.custom_bwd = custom_bwd
+"""
+
+PLANTS = (WRONG_ALIAS, WRONG_GETTER, WRONG_DEPRECATION)
 # what each plant breaks: the checks that must fail, nothing else
 BROKEN = (
     "alias-torch.cpu.amp.autocast-",  # every form and run: enabled is dropped
     "getter-torch.get_autocast_cpu_dtype",
+    "entry_point-torch.amp.custom_bwd",  # a current entry point warns as deprecated
+    "entry_point-torch.cpu.amp.autocast",  # the planted alias no longer warns as deprecated
 )
 
 

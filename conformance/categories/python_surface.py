@@ -9,7 +9,10 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
 * ``getter``: each ``dtype_getter`` for the device (``torch.get_autocast_dtype(device)``, the
   legacy per-device getters), inside a region of the dtype under test;
 * ``cache_threads``: a weight's cast cached in a region, the weight changed in place, the
-  cache cleared from another thread (``torch.clear_autocast_cache``).
+  cache cleared from another thread (``torch.clear_autocast_cache``);
+* ``entry_point``: every entry point bound to the device (or to none), called once in the form
+  of its ``role`` (a region entered; a getter asked, with the device unless it is bound to one;
+  a setter given the value it holds; a decorator applied, with ``device_type`` unless bound).
 
 Procedure and expectation, per kind:
 
@@ -19,7 +22,9 @@ Procedure and expectation, per kind:
   the region stays disabled; or (dtype None) the region uses the device's default dtype;
 * ``getter``: it returns the canonical ``torch.dtype`` object (``is``, not only ``==``);
 * ``cache_threads``: the next call in the region casts the changed weight again (the clear
-  reached this thread's cache).
+  reached this thread's cache);
+* ``entry_point``: it exists in this torch and runs, warning with its declared ``warning`` when
+  ``deprecated``, and with no deprecation warning otherwise.
 """
 
 from __future__ import annotations
@@ -45,14 +50,15 @@ ALIAS = "python_surface.alias"
 ARGUMENT = "python_surface.argument"
 GETTER = "python_surface.getter"
 CACHE_THREADS = "python_surface.cache_threads"
-CHECKS = (ALIAS, ARGUMENT, GETTER, CACHE_THREADS)
+ENTRY_POINT = "python_surface.entry_point"
+CHECKS = (ALIAS, ARGUMENT, GETTER, CACHE_THREADS, ENTRY_POINT)
 FORMS = ("positional", "keyword")
 RUNS = ("eager", "compile")
 
 
 @dataclass(frozen=True)
 class SurfaceVariant:
-    kind: str  # alias | argument | getter | cache_threads
+    kind: str  # alias | argument | getter | cache_threads | entry_point
     name: str  # the entry point, or the argument and its value
     form: str = ""  # alias: positional | keyword
     enabled: bool = True
@@ -88,6 +94,11 @@ def cases(target: Target) -> list[Case]:
             if e.role == "dtype_getter" and _bound_here(e, target.device)
         ]
         variants.append(SurfaceVariant("cache_threads", "torch.clear_autocast_cache"))
+        variants += [
+            SurfaceVariant("entry_point", e.name)
+            for e in surface.entry_points
+            if _bound_here(e, target.device)
+        ]
         out += [Case("python_surface", target.device, dtype, variant=v) for v in variants]
     return out
 
@@ -275,6 +286,65 @@ def cache_threads(target: Target, case: Case) -> Observation:
     )
 
 
+@dataclass(frozen=True)
+class _State:
+    """Autocast's state for the device, read before an entry point is called (a setter gets it)."""
+
+    enabled: bool
+    dtype: torch.dtype
+    cache_enabled: bool
+
+
+def _call_in_role(e: EntryPointInfo, fn: Any, device: str, state: _State) -> None:
+    """Call ``fn`` once as its role uses it; a setter is given the value autocast holds."""
+    here: tuple[Any, ...] = () if e.device else (device,)
+    if e.role == "region":
+        with fn(*here):
+            pass
+    elif e.role == "decorator":
+        fn(lambda *args: args, **({} if e.device else {"device_type": device}))
+    elif e.role == "enabled_setter":
+        fn(*here, state.enabled)
+    elif e.role == "dtype_setter":
+        fn(*here, state.dtype)
+    elif e.role == "cache" and e.name.rpartition(".")[2].startswith("set_"):
+        fn(state.cache_enabled)
+    elif e.role == "available":
+        fn(device)
+    else:  # getters, the cache's query and clear
+        fn(*(here if e.role.endswith("getter") else ()))
+
+
+def entry_point(target: Target, case: Case) -> Observation:
+    v = case.variant
+    assert isinstance(v, SurfaceVariant)
+    e = entry(target, v.name)
+    device = target.device
+    state = _State(
+        torch.is_autocast_enabled(device), torch.get_autocast_dtype(device), torch.is_autocast_cache_enabled()
+    )
+    expected = f"runs, warns {e.warning}" if e.deprecated else "runs, no deprecation warning"
+    error: str | None = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _call_in_role(e, resolve_entry_point(e.name), device, state)
+        except Exception as exc:
+            error = one_line(exc)
+    deprecations = [w for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning))]
+    if error is not None:
+        observed = f"raises {error}"
+    elif e.deprecated:
+        named = [w for w in deprecations if w.category.__name__ == e.warning]
+        observed = expected if named else f"runs, warns {[w.category.__name__ for w in caught] or 'nothing'}"
+    elif deprecations:
+        observed = f"runs, warns {deprecations[0].category.__name__}: {str(deprecations[0].message)[:200]}"
+    else:
+        observed = expected
+    role = e.role + (f", deprecated in {e.deprecated}" if e.deprecated else "")
+    return Observation(case, ENTRY_POINT, f"{e.name} ({role}) called once", expected, observed)
+
+
 def check(target: Target, case: Case) -> Observation:
     v = case.variant
     assert isinstance(v, SurfaceVariant)
@@ -283,6 +353,5 @@ def check(target: Target, case: Case) -> Observation:
             f"torch.autocast({target.device!r}) disables itself where {target.device} has no runtime "
             "(a policy-only run without the device): its Python surface is checked on the device"
         )
-    return {"alias": alias, "argument": argument, "getter": getter, "cache_threads": cache_threads}[v.kind](
-        target, case
-    )
+    kinds = {"alias": alias, "argument": argument, "getter": getter, "cache_threads": cache_threads}
+    return {**kinds, "entry_point": entry_point}[v.kind](target, case)
