@@ -62,6 +62,9 @@ def test_a_compiler_that_drops_casts_fails_the_compile_mode(tmp_path: Path) -> N
     assert all(v == "failure" for k, v in mm.items() if k.endswith("-float32]")), mm
     assert all(v == "passed" for k, v in mm.items() if k.endswith("-lower]")), mm
     assert "gives other output dtypes than eager autocast" in p.stdout, summary(p)
+    # the hint names the file a compiler's divergences belong in, with the backend it holds for
+    assert "add to spec/compiled.yaml mode_divergences.compile: {op: aten::mm" in p.stdout, summary(p)
+    assert "backend: dropcast," in p.stdout, summary(p)
 
 
 NOREGION = """
@@ -97,6 +100,7 @@ def test_an_aoti_that_ignores_the_autocast_region_fails_the_aoti_mode(tmp_path: 
     assert mm[test.format("float32")] == "failure", mm
     assert mm[test.format("lower")] == "passed", mm
     assert "aoti (non-strict export, AOTInductor package) gives other output dtypes" in p.stdout, summary(p)
+    assert "add to spec/compiled.yaml mode_divergences.aoti: {op: aten::mm" in p.stdout, summary(p)
 
 
 def test_aoti_without_a_cpp_compiler_is_a_usage_error() -> None:

@@ -114,7 +114,16 @@ def find_divergence(
     return next((d for d in found if d.backend is not None), found[0] if found else None)
 
 
-def declaration(mc: ModeCase, d: Divergence | None) -> Declaration | None:
+def divergence_file(mode: str, backend: str) -> str:
+    """Where a mode's dtype divergences are declared: TorchScript, trace and the non-compiling
+    ``torch.compile`` backends in spec/jit.yaml; a compiler (inductor, a vendor's), export and
+    AOTInductor in spec/compiled.yaml."""
+    if mode in ("script", "trace") or (mode == "compile" and backend in ("eager", "aot_eager")):
+        return "spec/jit.yaml"
+    return "spec/compiled.yaml"
+
+
+def declaration(mc: ModeCase, d: Divergence | None, backend: str) -> Declaration | None:
     """A declared divergence as the verdict's declaration: it explains exactly its observation
     and must fail once the mode agrees with eager again."""
     if d is None:
@@ -127,7 +136,7 @@ def declaration(mc: ModeCase, d: Divergence | None) -> Declaration | None:
         + (f" ({d.source})" if d.source else ""),
         (d.observed_under(mc.dtype),),
         stale_fails=True,
-        where=f"spec/jit.yaml mode_divergences.{mc.mode}",
+        where=f"{divergence_file(mc.mode, backend)} mode_divergences.{mc.mode}",
     )
 
 
@@ -250,12 +259,15 @@ def judge(target: Target, mc: ModeCase, backend: str, eager: Any, got: Any, wher
     case = Case("jit", target.device, mc.dtype, op=mc.op, entry=mc.op)
     reproduce = reproduction(target, mc, backend)
     where = where or (f"{mc.mode} ({backend}, {mc.config})" if mc.mode == "compile" else mc.mode)
-    declared = declaration(mc, find_divergence(target.spec, mc.mode, mc.op, mc.dtype, mc.inputs, backend))
+    declared = declaration(mc, find_divergence(target.spec, mc.mode, mc.op, mc.dtype, mc.inputs, backend), backend)
     facts = {f"{where} raised": one_line(got)} if isinstance(got, BaseException) else {}
     if not declared:
         facts["if intended"] = (
-            f"add to spec/jit.yaml mode_divergences.{mc.mode}: {{op: {mc.op}, dtype: {mc.dtype}, "
-            f"inputs: {mc.inputs}, observed: {observed_label(got)}, reason: ...}}"
+            f"add to {divergence_file(mc.mode, backend)} mode_divergences.{mc.mode}: {{op: {mc.op}, "
+            f"dtype: {mc.dtype}, inputs: {mc.inputs}, "
+            + (f"backend: {backend}, " if mc.mode == "compile" else "")
+            + f"observed: {observed_label(got)}, reason: ..., source: <link> or none, seen_on: "
+            f"{torch.__version__.split('+')[0]}}}"
         )
     dtypes = Observation(
         case,
