@@ -259,7 +259,8 @@ def judge(target: Target, mc: ModeCase, backend: str, eager: Any, got: Any, wher
     case = Case("jit", target.device, mc.dtype, op=mc.op, entry=mc.op)
     reproduce = reproduction(target, mc, backend)
     where = where or (f"{mc.mode} ({backend}, {mc.config})" if mc.mode == "compile" else mc.mode)
-    declared = declaration(mc, find_divergence(target.spec, mc.mode, mc.op, mc.dtype, mc.inputs, backend), backend)
+    found = find_divergence(target.spec, mc.mode, mc.op, mc.dtype, mc.inputs, backend)
+    declared = declaration(mc, found, backend)
     facts = {f"{where} raised": one_line(got)} if isinstance(got, BaseException) else {}
     if not declared:
         facts["if intended"] = (
