@@ -3,7 +3,8 @@
 A check observes what the backend did and says what the spec expects, both as values
 (dtype names, labels, lists or mappings of them). :func:`expect` then
 
-* passes when they are equal;
+* passes when they are equal (a declaration passed along that explained nothing fails, warns
+  :class:`DeclarationNotObserved` or passes, as its ``if_not_observed`` says);
 * reports an xfail when the spec declares exactly that observation: a known bug of this
   torch release for this check and device (``spec/rules.yaml`` ``known_bugs``: the reason
   starts ``known bug <id> (<source>)``) or of the vendor release the device file describes
@@ -20,9 +21,10 @@ never a pass.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import pytest
 import torch
@@ -36,6 +38,11 @@ from .case import Case
 XFAIL_PREFIX = "known bug "
 
 
+class DeclarationNotObserved(UserWarning):
+    """A declaration that explained nothing in this run: the check agreed with the rule.
+    ``-W error::conformance.kit.verdict.DeclarationNotObserved`` makes it a failure."""
+
+
 @dataclass(frozen=True)
 class Declaration:
     """A spec declaration that explains an observation other than the rule's."""
@@ -43,8 +50,9 @@ class Declaration:
     kind: str  # what it is, e.g. "declared functorch gap (op catalog functorch_gaps)"
     reason: str
     observed: tuple[str, ...] = ()  # the observations (labels) it explains; empty: any
-    # a declaration whose check agrees with the rule again fails (it must be removed)
-    stale_fails: bool = False
+    # when the check agrees with the rule again: "fail" (the declaration must be removed), "warn"
+    # (a DeclarationNotObserved warning: it may hold elsewhere, e.g. on another host), "pass"
+    if_not_observed: Literal["pass", "warn", "fail"] = "pass"
     where: str = ""  # file:line
 
     def explains(self, observed: Any) -> bool:
@@ -100,11 +108,21 @@ def not_applicable(reason: str) -> NoReturn:
 def expect(target: Target, obs: Observation) -> None:
     """Pass, xfail as declared, or fail with a reproduction (see the module docstring)."""
     if obs.expected == obs.observed:
-        if obs.declared is not None and obs.declared.stale_fails:
+        d = obs.declared
+        if d is not None and d.if_not_observed == "fail":
             _fail(
                 obs,
-                f"{obs.declared.where}: the declaration no longer applies ({obs.declared.kind}: "
-                f"{obs.declared.reason}): the check agrees with the rule; remove it",
+                f"{d.where}: the declaration no longer applies ({d.kind}: "
+                f"{d.reason}): the check agrees with the rule; remove it",
+            )
+        if d is not None and d.if_not_observed == "warn":
+            case = obs.case
+            warnings.warn(
+                DeclarationNotObserved(
+                    f"{d.where}: {d.kind} not observed: {case.op} under autocast({case.dtype}) on "
+                    f"{case.device} agrees ({label(obs.observed)}); narrow or remove the declaration"
+                ),
+                stacklevel=2,
             )
         return
     seen = label(obs.observed)

@@ -135,7 +135,7 @@ def declaration(mc: ModeCase, d: Divergence | None, backend: str) -> Declaration
         f"{d.observed_under(mc.dtype)} instead of eager: {d.reason}{when}"
         + (f" ({d.source})" if d.source else ""),
         (d.observed_under(mc.dtype),),
-        stale_fails=True,
+        if_not_observed="fail",
         where=f"{divergence_file(mc.mode, backend)} mode_divergences.{mc.mode}",
     )
 

@@ -5,8 +5,9 @@ tolerance in a mode's default pass, bitwise in a pass that must round exactly wh
 rounds (inductor's ``emulate_precision_casts``). A difference the compiler is known to make
 is declared in ``spec/compiled.yaml`` ``value_divergences`` with the largest error observed:
 the check reports it xfail with its reason while the error stays within that bound, and
-fails beyond it. A declaration holds on the hosts its condition names (the CPU capability);
-elsewhere the op must agree with eager, so the verdict is the same on every host.
+fails beyond it, and warns (``DeclarationNotObserved``) where the values agree. A declaration
+holds on the hosts its condition names (the CPU capability); elsewhere the op must agree with
+eager, so the verdict is the same on every host.
 """
 
 from __future__ import annotations
@@ -69,13 +70,31 @@ def values_observation(
     """``got`` against ``eager`` (``tolerance`` None: bitwise), and the declaration for it."""
     exp, act = output_tensors(eager), output_tensors(got)
     mismatch = output_mismatch(exp, act, tolerance, scratch)
+    host = host_capability()
+    if mismatch is None and declared is not None and declared.holds_on(host):
+        # declared here, yet the values agree: a warning, for the declaration may hold on
+        # another build of the same host capability (the verdict stays the same everywhere)
+        stale = Declaration(
+            f"{DECLARED_VALUES}{where}",
+            f"{declared.reason} (declared {declared.max_error})",
+            where=str(declared.loc),
+            if_not_observed="warn",
+        )
+        return Observation(
+            case,
+            check,
+            f"{where} differs from eager",
+            AS_EAGER,
+            AS_EAGER,
+            declared=stale,
+            reproduce=reproduce,
+        )
     if mismatch is None or mismatch.what != "values":
         observed = AS_EAGER if mismatch is None else str(mismatch)
         return Observation(
             case, check, f"{where} differs from eager", AS_EAGER, observed, reproduce=reproduce
         )
     error = largest_error(exp, act, scratch)
-    host = host_capability()
     facts: dict[str, Any] = {"max abs error": f"{error:.4g}", "host": host}
     declaration = None
     if declared is not None and declared.holds_on(host):
