@@ -154,7 +154,7 @@ def build_rules(doc: YamlDocument, version: str) -> Rules:
     )
 
 
-def _divergence(d: Mapping[str, Any]) -> Divergence:
+def _divergence(d: Mapping[str, Any], loc: SourceLoc) -> Divergence:
     return Divergence(
         d["op"],
         d.get("dtype"),
@@ -164,6 +164,7 @@ def _divergence(d: Mapping[str, Any]) -> Divergence:
         d.get("condition"),
         cited(d) if "source" in d else "",
         d.get("backend"),
+        loc,
     )
 
 
@@ -186,14 +187,21 @@ def build_jit(
                 loc=SourceLoc(doc.file, doc.line_of(("limitations", i))),
                 message=d.get("message"),
                 documented=d.get("documented"),
-                differs=tuple(_divergence(x) for x in d.get("differs", [])),
+                differs=tuple(
+                    _divergence(x, SourceLoc(doc.file, doc.line_of(("limitations", i, "differs", j))))
+                    for j, x in enumerate(d.get("differs", []))
+                ),
                 devices=tuple(d.get("devices", [])),
                 later_calls=d.get("later_calls"),
                 observes=tuple(d.get("observes", [])),
             )
         )
     divs = {
-        m: [_divergence(x) for x in xs if app.admits(x)]
+        m: [
+            _divergence(x, SourceLoc(doc.file, doc.line_of(("mode_divergences", m, j))))
+            for j, x in enumerate(xs)
+            if app.admits(x)
+        ]
         for m, xs in (doc.data.get("mode_divergences") or {}).items()
     }
     return lims, divs

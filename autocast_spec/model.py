@@ -253,7 +253,8 @@ class Divergence:
     source: str = (
         ""  # its public link, or where it was seen (a mode divergence; a limitation cites for its own)
     )
-    backend: str | None = None  # the torch.compile backend it holds for (mode compile); None: every one
+    backend: str | None = None  # the compile backend (mode compile), the export kind (export); None: all
+    loc: SourceLoc | None = None  # where it is declared
 
     def observed_under(self, dtype: str) -> str:
         """``observed`` for autocast to ``dtype``: each ``lower`` stands for that dtype."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.kit.verdict import expect
+from conformance.kit.verdict import expect, expect_each
 from conformance.modes import aoti, exceptions, export, gradients, ops
 from conformance.modes.plugin import compile_backend, selected_modes
 from conformance.session import target_of
@@ -29,8 +29,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def test_mode_matches_eager(target: Target, mode_case: ops.ModeCase, request: pytest.FixtureRequest) -> None:
     if mode_case.mode == "export":
-        for seen in export.matches_eager(target, mode_case):
-            expect(target, seen)
+        expect_each(target, export.matches_eager(target, mode_case))
         return
     if mode_case.mode == "aoti":
         expect(target, aoti.matches_eager(target, mode_case))
@@ -50,5 +49,6 @@ def test_exception_escaping_region_restores_state(
     target: Target, request: pytest.FixtureRequest, outer: str, error: str
 ) -> None:
     config = request.config
-    for seen in exceptions.escaping(target, selected_modes(config), compile_backend(config), outer, error):
-        expect(target, seen)
+    expect_each(
+        target, exceptions.escaping(target, selected_modes(config), compile_backend(config), outer, error)
+    )

@@ -143,6 +143,27 @@ def expect(target: Target, obs: Observation) -> None:
     _fail(obs, "\n  ".join(notes))
 
 
+def expect_each(target: Target, observations: Sequence[Observation]) -> None:
+    """:func:`expect` on every observation of one test: a failure of any fails the test (the
+    first one's report, with how many others failed); else a declared xfail of any is the
+    test's xfail (every reason); else it passes. A declared observation never hides the
+    judgement of the others."""
+    failures: list[str] = []
+    xfails: list[str] = []
+    for obs in observations:
+        try:
+            expect(target, obs)
+        except pytest.fail.Exception as exc:
+            failures.append(str(exc))
+        except pytest.xfail.Exception as exc:
+            xfails.append(str(exc))
+    if failures:
+        more = f"\n({len(failures) - 1} more observation(s) of this test failed too)" if failures[1:] else ""
+        pytest.fail(failures[0] + more, pytrace=False)
+    if xfails:
+        pytest.xfail(" | ".join(dict.fromkeys(xfails)))
+
+
 def xfail_reason(bug_id: str, source: str, reason: str) -> str:
     return f"{XFAIL_PREFIX}{bug_id} ({source}): {reason}"
 

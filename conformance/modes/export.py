@@ -30,7 +30,7 @@ from ..kit.case import Case
 from ..kit.verdict import Observation
 from ..target import Target
 from .batch import Call, Runner, batch_outcomes
-from .ops import MATCHES_EAGER, ModeCase, batch_calls, eager_result, judge, reproduction
+from .ops import MATCHES_EAGER, ModeCase, batch_calls, eager_result, inputs_of, judge, reproduction
 from .run import Region
 
 KINDS: tuple[str, ...] = ("strict", "non-strict")
@@ -103,7 +103,13 @@ def share(target: Target, mc: ModeCase, kind: str) -> Any:
     outcomes = batch_outcomes(
         key, calls, target.device, dtype, export_runner(kind == "strict", target.device, dtype)
     )
-    return outcomes.get(mc.op, RuntimeError(f"{mc.op} joined no exported batch"))
+    if mc.op in outcomes:
+        return outcomes[mc.op]
+    # an op that joined no batch (declared to fail export) is exported alone: a declaration
+    # that no longer holds must show
+    alone: Callable[[], Sequence[Call]] = lambda: [Call(mc.op, lambda: inputs_of(target, mc))]  # noqa: E731
+    runner = export_runner(kind == "strict", target.device, dtype)
+    return batch_outcomes((*key, mc.op), alone, target.device, dtype, runner)[mc.op]
 
 
 def matches_eager(target: Target, mc: ModeCase) -> list[Observation]:

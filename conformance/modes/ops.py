@@ -123,7 +123,7 @@ def divergence_file(mode: str, backend: str) -> str:
     return "spec/compiled.yaml"
 
 
-def declaration(mc: ModeCase, d: Divergence | None, backend: str) -> Declaration | None:
+def declaration(mc: ModeCase, d: Divergence | None, backend: str = "") -> Declaration | None:
     """A declared divergence as the verdict's declaration: it explains exactly its observation
     and must fail once the mode agrees with eager again."""
     if d is None:
@@ -136,7 +136,7 @@ def declaration(mc: ModeCase, d: Divergence | None, backend: str) -> Declaration
         + (f" ({d.source})" if d.source else ""),
         (d.observed_under(mc.dtype),),
         if_not_observed="fail",
-        where=f"{divergence_file(mc.mode, backend)} mode_divergences.{mc.mode}",
+        where=str(d.loc) if d.loc else f"{divergence_file(mc.mode, backend)} mode_divergences.{mc.mode}",
     )
 
 
@@ -297,4 +297,6 @@ def judge(target: Target, mc: ModeCase, backend: str, eager: Any, got: Any, wher
         info.scratch_outputs,
         find_value_divergence(target.spec, mc.mode, backend, mc.config, mc.op, mc.dtype, mc.inputs),
         reproduce,
+        {"op": mc.op, "dtype": mc.dtype, "inputs": mc.inputs, "mode": mc.mode, "backend": backend}
+        | {"config": mc.config},
     )

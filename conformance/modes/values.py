@@ -7,11 +7,14 @@ is declared in ``spec/compiled.yaml`` ``value_divergences`` with the largest err
 the check reports it xfail with its reason while the error stays within that bound, and
 fails beyond it, and warns (``DeclarationNotObserved``) where the values agree. A declaration
 holds on the hosts its condition names (the CPU capability); elsewhere the op must agree with
-eager, so the verdict is the same on every host.
+eager. The verdict is the same on the hosts the declarations were observed on (AVX-512, and
+AVX2 as ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`` gives it); another host may show a
+difference nobody declared, and fails until it is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -44,6 +47,18 @@ def find_value_divergence(
     )
 
 
+def declaration_hint(fields: Mapping[str, str], error: float, host: str) -> str:
+    """The ``value_divergences`` entry to add for a divergence the run observed."""
+    config = fields.get("config", "default")
+    run = ", ".join(f"{k}: {v}" for k, v in fields.items() if k != "config")
+    release = torch.__version__.split("+")[0]
+    return (
+        f"add to spec/compiled.yaml value_divergences: {{{run}, max_error: {error:.3g}, reason: ..., "
+        f"condition: {{host: any or {host}, config: {config}}}, source: <link> or none, "
+        f'seen_on: "{release}"}}'
+    )
+
+
 def largest_error(expected: Any, actual: Any, scratch: tuple[int, ...]) -> float:
     """The largest absolute error over the floating outputs (scratch outputs aside)."""
     worst = 0.0
@@ -66,8 +81,11 @@ def values_observation(
     scratch: tuple[int, ...],
     declared: ValueDivergence | None,
     reproduce: str,
+    declare_as: Mapping[str, str] | None = None,
 ) -> Observation:
-    """``got`` against ``eager`` (``tolerance`` None: bitwise), and the declaration for it."""
+    """``got`` against ``eager`` (``tolerance`` None: bitwise), and the declaration for it.
+    ``declare_as``: the run's fields of a ``value_divergences`` entry (op, dtype, inputs, mode,
+    backend, config), for the hint a failure gives."""
     exp, act = output_tensors(eager), output_tensors(got)
     mismatch = output_mismatch(exp, act, tolerance, scratch)
     host = host_capability()
@@ -115,6 +133,8 @@ def values_observation(
         observed = str(mismatch)
         if declared is not None:
             facts["declared"] = f"at {declared.loc} for host {declared.host} only (this host: {host})"
+        elif declare_as is not None:
+            facts["if intended"] = declaration_hint(declare_as, error, host)
     return Observation(
         case,
         check,
