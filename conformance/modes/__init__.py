@@ -6,7 +6,9 @@ The words, each with one meaning:
 * a **mode** is how a call runs: ``eager``, ``script``, ``trace``, ``compile``, ``export``,
   ``aoti`` (``--mode``, repeatable; ``--compile-backend`` for ``compile``);
 * a **divergence** is a declared difference of one op's result in a mode from eager
-  autocast (``spec/jit.yaml`` ``mode_divergences``);
+  autocast: its dtypes (``mode_divergences``: ``spec/jit.yaml`` for TorchScript, trace and
+  ``aot_eager``, ``spec/compiled.yaml`` for inductor, export and AOTInductor) or its values
+  (``spec/compiled.yaml`` ``value_divergences``);
 * a **limitation** is an entry of ``spec/jit.yaml`` ``limitations``, and its **scenario**
   the small program that reproduces it.
 

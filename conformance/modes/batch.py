@@ -4,7 +4,9 @@ Compiling each catalogued op on its own costs one Dynamo trace and one backend c
 op (inductor: a C++ build each). A batch puts every op of one (dtype, input kind) in one
 function, each op on its own inputs inside one ``torch.autocast`` region, and returns every
 op's result: per-op attribution stays exact (op ``i``'s result is output ``i``; ops share no
-tensors, so fusing across them changes no value).
+tensors). Dtypes do not depend on the batch; the last bits of a float32 reduction may (inductor
+may vectorise or order it otherwise in a bigger graph: ``linalg_cond.p_str``'s declaration in
+``spec/compiled.yaml`` records one such case).
 
 When the batch fails (an op Dynamo cannot trace, a lowering error), it is split in halves and
 each half is compiled on its own, down to one graph per op: the op that fails alone carries

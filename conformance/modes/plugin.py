@@ -16,6 +16,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from ..errors import usage_error
+from ..kit.verdict import DeclarationNotObserved
 from .aoti import unavailable
 from .batch import TIMING, use_cache_dir
 from .ops import DECLARED, SELECTED, ModeCase, batch_scope
@@ -121,9 +122,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     parts = ", ".join(f"{m} {counts.get(m, 0)}" for m in modes)
     terminalreporter.write_sep("-", "autocast execution modes")
     terminalreporter.write_line(
-        "declared divergences from eager autocast (spec/jit.yaml mode_divergences, spec/compiled.yaml "
-        f"value_divergences), reported xfail: {parts}"
+        "declared divergences from eager autocast (mode_divergences of spec/jit.yaml and "
+        f"spec/compiled.yaml, value_divergences of spec/compiled.yaml), reported xfail: {parts}"
     )
+    unseen = [
+        w
+        for w in terminalreporter.stats.get("warnings", [])
+        if DeclarationNotObserved.__name__ in str(w.message)
+    ]
+    if unseen:
+        terminalreporter.write_line(
+            f"declarations this run did not observe: {len(unseen)} (DeclarationNotObserved warnings above)"
+        )
     if "compile" in modes:
         terminalreporter.write_line(f"torch.compile backend: {compile_backend(config)}")
     if {"compile", "aoti"} & set(modes) and TIMING.graphs:  # this process compiled (not xdist's controller)
