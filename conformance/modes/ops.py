@@ -8,9 +8,9 @@ Procedure: the call under ``torch.autocast`` eagerly and through the mode
 Expectation: the same output dtypes, or the difference ``mode_divergences`` declares for the
 op, dtype and inputs (in ``spec/jit.yaml`` or ``spec/compiled.yaml``, :func:`divergence_file`;
 an xfail with the reason, counted in the terminal summary; a declaration that no longer
-diverges fails); then, for deterministic ops, the same values within the op's tolerance. Where eager autocast raises
-because the kernel refuses the inputs natively on this host, the check is not applicable
-(in every mode alike); where the raw call runs, eager autocast itself fails.
+diverges fails); then, for deterministic ops, the same values within the op's tolerance.
+Where eager autocast raises because the kernel refuses the inputs natively on this host, the
+check is not applicable (in every mode alike); where the raw call runs, eager autocast itself fails.
 """
 
 from __future__ import annotations
