@@ -153,10 +153,10 @@ def expect_each(target: Target, observations: Sequence[Observation]) -> None:
     for obs in observations:
         try:
             expect(target, obs)
+        except pytest.xfail.Exception as exc:  # before fail: pytest's XFailed is a Failed
+            xfails.append(str(exc))
         except pytest.fail.Exception as exc:
             failures.append(str(exc))
-        except pytest.xfail.Exception as exc:
-            xfails.append(str(exc))
     if failures:
         more = f"\n({len(failures) - 1} more observation(s) of this test failed too)" if failures[1:] else ""
         pytest.fail(failures[0] + more, pytrace=False)
