@@ -116,7 +116,7 @@ def no_argument_query(target: Target, lower: torch.dtype) -> Observation:
 
 def nesting(target: Target, lower: torch.dtype) -> Observation:
     """Regions act; with nesting_restores_state, each exit restores the state it found."""
-    p = make_sentinel(target)
+    p = make_sentinel(target, _case(target, lower), NESTING)
     lo = dtype_name(lower)
     restores = target.spec.rules.context.nesting_restores_state
     ac = target.autocast_impl
@@ -151,7 +151,7 @@ def nesting(target: Target, lower: torch.dtype) -> Observation:
 
 
 def decorator(target: Target, lower: torch.dtype) -> Observation:
-    p = make_sentinel(target)
+    p = make_sentinel(target, _case(target, lower), DECORATOR)
 
     @target.autocast_impl(target.device, dtype=lower)
     def body() -> str:
