@@ -6,8 +6,8 @@ expectation, readable top to bottom), the policies whose every listed op must yi
 in it, and whether ``mandatory_core`` may name it. The plugin's markers, parametrization,
 the coverage test and certification read it; the spec loader checks ``mandatory_core``
 against :func:`mandatory_able`; the checks a known bug may name (:func:`all_checks`) are
-those the category modules declare, and ``tests/test_layers.py`` holds them against the
-schema's list.
+those the category modules and the modes declare, with the suite-wide ones below, and
+``tests/test_semantic_rules.py`` holds them against the schema's lists.
 """
 
 from __future__ import annotations
