@@ -508,7 +508,8 @@ def _never_clear_cache() -> None:
     torch.clear_autocast_cache = lambda: None
 
 
-def _sentinel_op() -> str:
+def cpu_sentinel_op() -> str:
+    """The op the suite's context, cache and transition checks watch on cpu (the sentinel)."""
     from conformance.kit.case import sentinel_op
     from conformance.target import Options, resolve_target
 
@@ -519,7 +520,7 @@ def _sentinel_op() -> str:
 
 def _caching(keep: Callable[[torch.Tensor], bool]) -> Callable[[], None]:
     def install() -> None:
-        K.caching_kernel(_sentinel_op(), "cpu", keep)
+        K.caching_kernel(cpu_sentinel_op(), "cpu", keep)
 
     return install
 
@@ -734,14 +735,14 @@ def _compile_leaks_state_on_exception() -> None:
 
 def _reference_engine_leaves_lower_ops() -> None:
     import reference_impl.kernels.reference_autocast as ra
-    from reference_impl.engine.policy import _untouched
+    from reference_impl.engine.policy import untouched_plan
 
     decide = ra.decide
 
     def broken(device: Any, rules: Any, state: Any, op: str, *rest: Any, **kw: Any) -> Any:
         entry = device.ops.get(op)
         if entry is not None and entry.policy is Policy.LOWER_PRECISION_FP:
-            return _untouched(op, entry.policy, "mutant: lower_precision_fp ops left alone")
+            return untouched_plan(op, entry.policy, "mutant: lower_precision_fp ops left alone")
         return decide(device, rules, state, op, *rest, **kw)
 
     ra.decide = broken  # type: ignore[assignment]

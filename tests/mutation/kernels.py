@@ -25,7 +25,7 @@ import torch
 
 from autocast_spec.model import OpPolicy, Policy, Rules, Spec
 from reference_impl.engine.torch_registry import dispatch_key, op_overload, split_op_name
-from reference_impl.kernels.reference_autocast import _make_kernel
+from reference_impl.kernels.reference_autocast import op_kernel
 from reference_impl.spectools.installed_spec import load_installed_spec
 
 _LIBS: list[torch.library.Library] = []
@@ -68,7 +68,7 @@ def spec_kernels(spec: Spec, device: str, ops: Iterable[str]) -> None:
     dspec = spec.device(device)
     key = dispatch_key(dspec.dispatch_key)
     for op in ops:
-        register(op, _make_kernel(op, dspec, spec, key), device)
+        register(op, op_kernel(op, dspec, spec, key), device)
 
 
 def with_policy(spec: Spec, device: str, op: str, policy: Policy, message: str | None = None) -> Spec:
