@@ -10,6 +10,8 @@ Two kinds of kernel:
   keeps the wrong tensors).
 
 Registrations live in this process (the mutant's suite subprocess) until it exits.
+:func:`cpu_sentinel_op` names the op the suite's context and cache checks watch on cpu (the
+cache mutants and the real-bug cache replays wrap its kernel).
 """
 
 from __future__ import annotations
@@ -172,3 +174,13 @@ def caching_kernel(op: str, device: str, keep: Callable[[torch.Tensor], bool]) -
             return target(*map_tensors(args, cast), **map_tensors(kwargs, cast))
 
     register(op, kernel, device)
+
+
+def cpu_sentinel_op() -> str:
+    """The op the suite's context, cache and transition checks watch on cpu (the sentinel)."""
+    from conformance.kit.case import sentinel_op
+    from conformance.target import Options, resolve_target
+
+    op = sentinel_op(resolve_target(Options("cpu", None, (), None, False)))
+    assert op is not None
+    return op
