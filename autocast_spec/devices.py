@@ -89,8 +89,6 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
                 policy=policy,
                 loc=SourceLoc(doc.file, line),
                 message=e.get("message"),
-                since=e.get("since"),
-                until=e.get("until"),
                 note=e.get("note"),
                 by_dtype=_by_dtype(e),
             )

@@ -37,14 +37,14 @@ POLICY_ORDER: tuple[Policy, ...] = tuple(Policy)
 
 @dataclass(frozen=True)
 class OpPolicy:
-    """One op's policy on one device, after inheritance and version filtering."""
+    """One op's policy on one device, after inheritance and version filtering (an entry's
+    YAML ``since``/``until``/``build`` only decide whether it is here, for the release read:
+    :class:`autocast_spec.versions.Applicability`)."""
 
     op: str
     policy: Policy
     loc: SourceLoc
     message: str | None = None  # banned ops: the error the backend must raise
-    since: str | None = None
-    until: str | None = None
     note: str | None = None
     # the policy under one autocast dtype when it is not ``policy`` (None: passes uncast)
     by_dtype: Mapping[str, Policy | None] = field(default_factory=frozen_map)

@@ -2,11 +2,14 @@
 
 A test marked ``@pytest.mark.conformance_cases(name)`` takes a ``case`` parametrized from
 the registry's generator ``name``; ``lower`` is each dtype under test, ``listed_op`` each op
-the device spec lists. Every suite test must leave the thread's autocast state as it found it.
+the device spec lists. Every suite test must leave the thread's autocast state as it found it
+(check ``context.leaked_state``: a failure with the command that reruns the test, or an xfail
+where a known bug declares the leak).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -14,13 +17,14 @@ from typing import Any
 import pytest
 import torch
 
-from reference_impl.engine.dtypes import dtype_of
+from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.harness.state import restore_autocast, snapshot_autocast
 
 from . import registry
 from .kit.case import Case, device_needed
 from .kit.refusal import intercept_only, kernel_gap, require_autocast
-from .session import TARGET_KEY, target_of
+from .kit.verdict import Observation, expect
+from .session import TARGET_KEY, options_of, target_of
 from .target import Target
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -137,7 +141,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    """Fail a suite test that leaves the autocast state different from how it found it."""
+    """Judge (check ``context.leaked_state``, through :func:`~.kit.verdict.expect`) a suite
+    test that leaves the autocast state different from how it found it; the state is put
+    back either way, for the next test. A test that failed already keeps its own failure."""
     if not _in_suite(item):
         return (yield)
     target = target_of(item.config)
@@ -151,8 +157,45 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         if leaked:
             restore_autocast(before)
     if leaked:
-        pytest.fail("the test leaked autocast state: " + "; ".join(leaked), pytrace=False)
+        expect(
+            target,
+            Observation(
+                case_of(item),
+                registry.LEAKED_STATE,
+                "the test left the autocast state different from how it found it",
+                "the state it found",
+                "; ".join(leaked),
+                facts={"test": item.nodeid},
+                reproduce=rerun_command(item),
+            ),
+        )
     return result
+
+
+def case_of(item: pytest.Item) -> Case:
+    """The test's case: its ``case`` parameter, else its category (marker), device and dtype."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if isinstance(params.get("case"), Case):
+        return params["case"]
+    target = target_of(item.config)
+    category = next((m.name for m in item.iter_markers() if m.name in registry.BY_NAME), "")
+    lower = params.get("lower")
+    return Case(category, target.device, dtype_name(lower) if isinstance(lower, torch.dtype) else "")
+
+
+def rerun_command(item: pytest.Item) -> str:
+    """The command that runs this one test again with the run's target options and plugins."""
+    opts = options_of(item.config)
+    flags = [f"--backend {opts.backend}" if opts.backend else ""]
+    flags += [f"--dtype {opts.dtype}" if opts.dtype else ""]
+    flags += [f"--spec {shlex.quote(s)}" for s in opts.spec]
+    flags += [f"--op {shlex.quote(op)}" for op in opts.ops]
+    flags += [f"--reference-device {opts.reference_device}" if opts.reference_device else ""]
+    flags += ["--policy-only" if opts.policy_only else ""]
+    flags += [f"--implementation {opts.implementation}" if opts.implementation != "native" else ""]
+    plugins = item.config.getoption("plugins") or []
+    flags += [f"-p {p}" for p in plugins if not p.startswith("no:")]
+    return " ".join(["python -m pytest", shlex.quote(item.nodeid), *(f for f in flags if f)])
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,8 @@ expectation, readable top to bottom), the policies whose every listed op must yi
 in it, and whether ``mandatory_core`` may name it. The plugin's markers, parametrization,
 the coverage test and certification read it; the spec loader checks ``mandatory_core``
 against :func:`mandatory_able`; the checks a known bug may name (:func:`all_checks`) are
-those the category modules declare, and ``tests/test_layers.py`` holds them against the
-schema's list.
+those the category modules and the modes declare, with the suite-wide ones below, and
+``tests/test_semantic_rules.py`` holds them against the schema's lists.
 """
 
 from __future__ import annotations
@@ -162,6 +162,9 @@ MODE_CHECKS = (ops.MATCHES_EAGER, gradients.GRADIENTS, exceptions.EXCEPTION_STAT
 # The coverage category's checks (conformance/test_coverage.py, on this registry).
 OP_HAS_TESTS = "coverage.op_has_tests"
 RULE_HAS_TESTS = "coverage.rule_has_tests"
+# The check conformance/collection.py runs around every suite test: the test leaves the
+# thread's autocast state as it found it (a context rule: every region's exit restores it).
+LEAKED_STATE = "context.leaked_state"
 
 # Markers that are not categories: how a test runs, not what it checks.
 RUN_MARKERS = {
@@ -180,9 +183,8 @@ def markers() -> dict[str, str]:
 
 def all_checks() -> tuple[str, ...]:
     """Every check of the suite: what a known bug's ``check`` may name."""
-    return tuple(
-        sorted({ch for c in CATEGORIES for ch in c.checks} | {*MODE_CHECKS, OP_HAS_TESTS, RULE_HAS_TESTS})
-    )
+    suite_wide = {*MODE_CHECKS, OP_HAS_TESTS, RULE_HAS_TESTS, LEAKED_STATE}
+    return tuple(sorted({ch for c in CATEGORIES for ch in c.checks} | suite_wide))
 
 
 def category_of(generator: str) -> str:

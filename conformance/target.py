@@ -1,4 +1,7 @@
-"""What a conformance run tests: the backend, its dtypes, the spec, the mode.
+"""What a conformance run tests: the backend, its dtypes, the spec, and the kind of run
+(real tensors, or FakeTensors and no kernels: a policy-only run; native autocast or the
+reference standing in for it). The execution modes (``--mode``) are another matter:
+conformance/modes/.
 
 :func:`resolve_target` turns the command-line options into a :class:`Target`,
 or raises :class:`TargetError` with one line that names the option and the fix
@@ -71,8 +74,8 @@ class Target:
     selected_ops: frozenset[str] = frozenset()
 
     def __repr__(self) -> str:  # short: tracebacks print it once per frame (pytest's repr_args)
-        mode = "policy-only" if self.policy_only else self.implementation
-        return f"Target({self.device!r}, {self.dtypes}, {mode}, {self.spec!r})"
+        kind = "policy-only" if self.policy_only else self.implementation
+        return f"Target({self.device!r}, {self.dtypes}, {kind}, {self.spec!r})"
 
     def selects(self, op: str) -> bool:
         """Whether the run generates ``op``'s tests (``--op``)."""
@@ -113,7 +116,8 @@ class Target:
         return torch.autocast
 
     def tensors(self, device: str | None = None) -> contextlib.AbstractContextManager[None]:
-        """Where tensors of ``device`` (default: the backend) are made: FakeTensors in policy-only."""
+        """Where tensors of ``device`` (default: the backend) are made: FakeTensors in a policy-only
+        run."""
         dev = device or self.device
         return tensor_context(dev, fake=self.policy_only or not device_is_real(dev))
 
@@ -121,7 +125,7 @@ class Target:
     def autocast(self, dtype: torch.dtype, enabled: bool = True) -> Iterator[None]:
         """The backend's autocast around one op call: ``torch.autocast`` when the device is real.
 
-        In policy-only mode the thread-local state is set directly, since
+        In a policy-only run the thread-local state is set directly, since
         ``torch.autocast("cuda")`` disables itself where there is no GPU. With
         ``--implementation reference`` the reference autocast takes its place.
         """

@@ -5,19 +5,22 @@
 - bad options stop before collection with one line, no traceback;
 - ``--op`` keeps exactly one op's tests;
 - the suite is not vacuous: a wrong AutocastCPU kernel planted with torch.library
-  (a plugin loaded with ``-p``) makes the op's tests fail.
+  (a plugin loaded with ``-p``) makes the op's tests fail;
+- a planted autocast exit that leaks the cache flag fails the leak check with the command
+  that reruns the test, and is an xfail once a known bug declares it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
-from helpers.suite_runs import outcomes, run_suite, summary
+from helpers.suite_runs import ROOT, outcomes, run_planted, run_suite, summary
 
 from conformance.kit.case import sentinel_op
 from conformance.target import Options, resolve_target
@@ -127,3 +130,54 @@ def test_suite_is_not_vacuous(tmp_path: Path) -> None:
     failed = sorted(k for k, v in after.items() if v == "failure")
     assert any("test_op_policy" in k for k in failed), summary(broken)
     assert any("test_numerics" in k for k in failed), summary(broken)
+
+
+LEAKY_EXIT = '''
+"""A backend whose autocast exit forgets to restore the cache flag it found: the region's outlives it."""
+import torch
+
+_EXIT = torch.autocast.__exit__
+
+
+def _exit(self, *exc):
+    out = _EXIT(self, *exc)
+    torch.set_autocast_cache_enabled(self._cache_enabled)  # planted: not the flag it found
+    return out
+
+
+torch.autocast.__exit__ = _exit
+'''
+
+LEAK_DECLARED = """  - id: planted-exit-keeps-cache-flag
+    check: context.leaked_state
+    observed: "is_autocast_cache_enabled() True -> False"
+    torch: ">=2.0"
+    reason: the planted exit leaves the region's cache flag set
+    source: https://example.com/planted
+"""
+
+
+def test_a_test_that_leaks_autocast_state_fails_with_a_reproduction_or_is_declared(tmp_path: Path) -> None:
+    """The leak check (``context.leaked_state``) goes through ``expect``: a failure naming the
+    difference with the command that reruns the test; an xfail once a known bug declares it."""
+    sel = ("--backend", "cpu", "--dtype", "bfloat16", "-m", "cache", "-k", "cache_disabled and aten::mm-")
+    p, got = run_planted(tmp_path, "leaky_exit", LEAKY_EXIT, *sel)
+    assert got and set(got.values()) == {"failure"}, summary(p)
+    test_id = "conformance/test_cache.py::test_cache[cpu-bfloat16-lower_precision_fp-aten::mm-cache_disabled]"
+    for line in (
+        "the test left the autocast state different from how it found it: aten::mm via aten::mm on cpu "
+        "under autocast(bfloat16) [cache_disabled]",
+        "  observed: is_autocast_cache_enabled() True -> False",
+        "  reproduce:",
+        f"    python -m pytest '{test_id}' --backend cpu --dtype bfloat16 -p leaky_exit",
+    ):
+        assert line in p.stdout.splitlines(), summary(p)
+    spec = tmp_path / "spec"
+    shutil.copytree(ROOT / "spec", spec)
+    rules = spec / "rules.yaml"
+    text = rules.read_text()
+    assert "\nknown_bugs:\n" in text
+    rules.write_text(text.replace("\nknown_bugs:\n", "\nknown_bugs:\n" + LEAK_DECLARED, 1))
+    p, got = run_planted(tmp_path, "leaky_exit", LEAKY_EXIT, *sel, "--spec", str(spec), "-rx")
+    assert p.returncode == 0 and " xfailed" in p.stdout, summary(p)
+    assert "known bug planted-exit-keeps-cache-flag (https://example.com/planted)" in p.stdout, summary(p)

@@ -6,7 +6,9 @@ Three layers, imports pointing down only::
     reference_impl  policy engine, oracle, reference autocast, probe, diff, matrix
     autocast_spec   the spec: YAML source, model, loader, schema (torch-free)
 
-An import is function-level only where the allowlist below says why.
+An import is function-level only where the allowlist below says why. No module takes another
+module's private name: in the three packages, nor in tests/ (from the packages or from the
+test helpers).
 """
 
 from __future__ import annotations
@@ -87,6 +89,22 @@ def all_imports() -> list[Import]:
     return [imp for module, path in modules() for imp in imports_of(module, path)]
 
 
+TESTS = REPO / "tests"
+
+
+def modules_under_tests() -> Iterator[tuple[str, Path]]:
+    """The modules under tests/, named as they import each other (tests/ is on sys.path:
+    ``helpers.suite_runs``, ``mutation.catalogue``, ``test_layers``)."""
+    for path in sorted(TESTS.rglob("*.py")):
+        rel = path.relative_to(TESTS).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        yield ".".join(parts), path
+
+
+def imports_under_tests() -> list[Import]:
+    return [imp for module, path in modules_under_tests() for imp in imports_of(module, path)]
+
+
 def layer_of(name: str) -> int | None:
     top = name.split(".")[0]
     return LAYERS.index(top) if top in LAYERS else None
@@ -124,12 +142,15 @@ def hidden(imports: list[Import]) -> list[str]:
     ]
 
 
-def private_names(imports: list[Import]) -> list[str]:
-    """``from <project module> import _name``: a module taking another's private name."""
+def private_names(imports: list[Import], local: frozenset[str] = frozenset()) -> list[str]:
+    """``from <project module> import _name``: a module taking another's private name. The
+    project's modules are the three layers' and those whose top-level name is in ``local``
+    (the test helpers'); a third party's private names (``torch._C``, ``_pytest``) are not
+    the project's to make public."""
     return [
         f"{imp.where()}: {imp.module} imports {name} from {imp.target}"
         for imp in imports
-        if layer_of(imp.target) is not None
+        if layer_of(imp.target) is not None or imp.target.split(".")[0] in local
         for name in imp.names
         if name.startswith("_") and not name.startswith("__")
     ]
@@ -198,7 +219,9 @@ def test_allowlist_entries_are_used() -> None:
 
 
 def test_no_module_takes_another_s_private_name() -> None:
-    bad = private_names(all_imports())
+    """In the packages and in tests/ (which imports the packages and its own helpers)."""
+    local = frozenset(m.split(".")[0] for m, _ in modules_under_tests())
+    bad = private_names(all_imports() + imports_under_tests(), local)
     assert not bad, "make the name public, or move the code that needs it:\n" + "\n".join(bad)
 
 
@@ -255,6 +278,10 @@ def test_the_private_name_check_catches_a_planted_import(tmp_path: Path) -> None
     path.write_text("from conformance.kit.case import _hidden, Case\nfrom os import _exit\n")
     assert private_names(imports_of("conformance.x", path)) == [
         f"{path}:1: conformance.x imports _hidden from conformance.kit.case"
+    ]
+    path.write_text("from mutation.catalogue import _helper\nfrom _pytest.fixtures import FixtureDef\n")
+    assert private_names(imports_of("realbugs.cache", path), frozenset({"mutation", "realbugs"})) == [
+        f"{path}:1: realbugs.cache imports _helper from mutation.catalogue"
     ]
 
 

@@ -1,4 +1,4 @@
-"""Mutation testing: every deliberate deviation in tests/mutation/catalogue.py makes the suite fail.
+"""Mutation testing: every deliberate deviation in tests/mutation/catalogue/ makes the suite fail.
 
 Each mutant runs its selection of the suite in a subprocess with the mutant installed
 and must produce test failures (not a crash, a usage error or an empty run); the same

@@ -150,7 +150,7 @@ def scenario(target: Target, case: Case) -> Observation:
     lower = dtype_of(case.dtype)
     rules = target.spec.rules.cache
     m = _inputs(target, case)
-    p = Sentinel(target, case.op, m)
+    p = Sentinel(target, case.op, m, case, SCENARIO)
     cast, weight = _cached_slots(target, case, m)
     region = lambda **kw: target.autocast_impl(target.device, dtype=lower, **kw)  # noqa: E731
     if case.variant is Scenario.NESTED_EXIT:
@@ -206,7 +206,7 @@ def _other_dtype(target: Target, case: Case) -> Observation:
     other = dtype_of(next(d for d in target.device_spec.supported_dtypes if d != case.dtype))
     key = target.spec.rules.cache.key
     m = _inputs(target, case)
-    p = Sentinel(target, case.op, m)
+    p = Sentinel(target, case.op, m, case, OTHER_DTYPE)
     _, weight = _cached_slots(target, case, m)
     with target.tensors(), target.autocast_impl(target.device, dtype=lower):
         a = flat_tensors(p.arrived())
@@ -246,7 +246,7 @@ def growth(target: Target, lower: torch.dtype, grad_mode: str) -> Observation:
     require_autocast(target, lower)
     if grad_mode == "inference_mode" and target.policy_only:
         not_applicable("inference_mode skips the Autograd key and FakeTensors never reach the backend key")
-    p = make_sentinel(target, requires_grad=True)
+    p = make_sentinel(target, Case("cache", target.device, dtype_name(lower)), GROWTH, requires_grad=True)
     slots = [
         i
         for i, t in enumerate(p.inputs.tensors())
@@ -265,9 +265,8 @@ def growth(target: Target, lower: torch.dtype, grad_mode: str) -> Observation:
     cached = cached_per_weight(target) and (
         grad_mode == "no_grad" or target.spec.rules.cache.in_inference_mode
     )
-    case = Case("cache", target.device, dtype_name(lower), op=p.op, entry=p.op)
     return Observation(
-        case,
+        p.case,
         GROWTH,
         f"casts alive per weight after 50 calls under {grad_mode}",
         [1 if cached else 0] * len(slots),

@@ -116,7 +116,7 @@ def no_argument_query(target: Target, lower: torch.dtype) -> Observation:
 
 def nesting(target: Target, lower: torch.dtype) -> Observation:
     """Regions act; with nesting_restores_state, each exit restores the state it found."""
-    p = make_sentinel(target)
+    p = make_sentinel(target, _case(target, lower), NESTING)
     lo = dtype_name(lower)
     restores = target.spec.rules.context.nesting_restores_state
     ac = target.autocast_impl
@@ -151,7 +151,7 @@ def nesting(target: Target, lower: torch.dtype) -> Observation:
 
 
 def decorator(target: Target, lower: torch.dtype) -> Observation:
-    p = make_sentinel(target)
+    p = make_sentinel(target, _case(target, lower), DECORATOR)
 
     @target.autocast_impl(target.device, dtype=lower)
     def body() -> str:
@@ -220,14 +220,15 @@ def unsupported_dtype(target: Target, lower: torch.dtype | None) -> Observation:
     bad = torch.float64
     case = _case(target, lower)
     what = f"torch.autocast({d!r}, dtype=torch.float64{', enabled=False' if lower is None else ''})"
+    err: Exception | None = None
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         try:
             with target.autocast_impl(d, dtype=bad, enabled=lower is not None):
                 on, dtype = torch.is_autocast_enabled(d), dtype_name(torch.get_autocast_dtype(d))
-            error = ""
         except Exception as e:
-            on, dtype, error = False, "", f"{type(e).__name__}: {e}"
+            on, dtype, err = False, "", e
+    error = one_line(err)  # "no error" where none
     every = [str(x.message) for x in w]
     msgs = [m for m in every if "autocast" in m.lower()]
     if lower is None:
@@ -236,7 +237,7 @@ def unsupported_dtype(target: Target, lower: torch.dtype | None) -> Observation:
             UNSUPPORTED_DTYPE,
             what,
             {"warnings": [], "enabled": False, "raises": "no error"},
-            {"warnings": msgs, "enabled": on, "raises": error[:300] or "no error"},
+            {"warnings": msgs, "enabled": on, "raises": error},
         )
     rule = target.device_spec.unsupported_dtype
     if rule is None:
@@ -253,14 +254,14 @@ def unsupported_dtype(target: Target, lower: torch.dtype | None) -> Observation:
             "warning": message if hits else f"none of {every}",
             "names": named or supported,
             "enabled": on,
-            "raises": error[:300] or "no error",
+            "raises": error,
         }
     elif rule.action == "error":
-        raised = message if re.search(message, error) else error[:300] or "no error"
+        raised = message if err is not None and re.search(message, str(err)) else error
         expected, observed = {"error matching": message}, {"error matching": raised}
     else:
         expected = {"dtype accepted": "float64", "raises": "no error"}
-        observed = {"dtype accepted": dtype, "raises": error[:300] or "no error"}
+        observed = {"dtype accepted": dtype, "raises": error}
     return Observation(
         case,
         UNSUPPORTED_DTYPE,

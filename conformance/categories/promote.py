@@ -30,7 +30,7 @@ from ..kit.case import Case, count_test_floats, listed_ops
 from ..kit.inputs import case_inputs
 from ..kit.intercept import arrived, call_entry, intercepted
 from ..kit.outputs import dtype_observation
-from ..kit.verdict import Observation
+from ..kit.verdict import Observation, one_line
 from ..target import Target
 
 OUTPUT_DTYPE = "promote.output_dtype"
@@ -174,8 +174,7 @@ def arrival(target: Target, case: Case) -> Observation:
     if got is not None:
         observed = _arrival_label(got, case.dtype)
     elif err is not None:
-        text = str(err)
-        observed = f"error: {message}" if message in text else f"error: {type(err).__name__}: {text[:200]}"
+        observed = f"error: {message}" if message in str(err) else f"error: {one_line(err)}"
     else:
         observed = f"never reached {target_op}"
     if isinstance(case.variant, ForeignFloat):

@@ -281,12 +281,12 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
             expected = self.model.expect(case.op, m)
             # inference tensors (made under inference_mode, used after it) skip Autograd too
             below = torch.is_inference_mode_enabled() or any(t.is_inference() for t in m.tensors())
+            shown = Case("transitions", d, dtype_name(self.model.dtype), case.policy, case.op, case.op)
             with target.tensors():
-                arrived = flat_tensors(Sentinel(target, case.op, m).arrived(below))
+                arrived = flat_tensors(Sentinel(target, case.op, m, shown, ARRIVALS).arrived(below))
             observed = self.model.observe(expected, arrived)
             what = "float32 leaves that require grad" if grad else "float32 tensors without grad"
             self.log.append(f"call {case.op} with {what}")
-            shown = Case("transitions", d, dtype_name(self.model.dtype), case.policy, case.op, case.op)
             expect(
                 target,
                 Observation(

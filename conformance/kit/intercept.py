@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NoReturn
 
 import pytest
 import torch
@@ -25,8 +25,9 @@ from reference_impl.harness.samples import Materialized, first_tensor, resolve_e
 from reference_impl.harness.state import quiet
 
 from ..target import Target
-from .case import sentinel_op
+from .case import Case, sentinel_op
 from .inputs import make_inputs
+from .verdict import Observation, expect
 
 
 def call_entry(op: str, entry: str, m: Materialized) -> Any:
@@ -87,18 +88,25 @@ def arrived(calls: Sequence[Call], name: str) -> list[str] | None:
 
 @dataclass
 class Sentinel:
-    """The device's first lower_precision_fp op (:func:`.case.sentinel_op`) on given inputs."""
+    """The device's first lower_precision_fp op (:func:`.case.sentinel_op`) on given inputs,
+    watched for ``check`` of ``case``: a sentinel call that gives that check nothing to look
+    at (no tensor out, no call below Autocast) is the backend's failure of that check, or
+    the known bug declared for it (:func:`.verdict.expect`)."""
 
     target: Target
     op: str
     inputs: Materialized
+    case: Case
+    check: str
 
     def output_dtype(self) -> str:
         """The output dtype of a real call (the lower dtype when autocast acts, else float32)."""
         with quiet():
-            out = first_tensor(call_entry(self.op, self.op, self.inputs))
-        assert out is not None, f"{self.op} returned no tensor"
-        return dtype_name(out.dtype)
+            out = call_entry(self.op, self.op, self.inputs)
+        t = first_tensor(out)
+        if t is None:
+            self._judged("the sentinel's output", "a tensor", "no tensor", {"output": type(out).__name__})
+        return dtype_name(t.dtype)
 
     def arrived(self, below_autograd: bool = False) -> list[Any]:
         """The arguments as they arrive below Autocast (nothing runs). ``below_autograd``:
@@ -108,8 +116,21 @@ class Sentinel:
             key = self._below_autograd()
         with quiet(), intercept(self.op, key) as calls, contextlib.suppress(Intercepted):
             call_entry(self.op, self.op, self.inputs)
-        assert calls, f"{self.op} did not reach the kernel below Autocast"
+        if not calls:
+            self._judged(
+                "the sentinel's call below Autocast",
+                f"{self.op} arrives at {key.name}",
+                "nothing arrived",
+                {"watched": f"{self.op} at {key.name}, right below {self.target.dispatch_key}"},
+            )
         return [*calls[0].args, *calls[0].kwargs.values()]
+
+    def _judged(self, what: str, expected: str, observed: str, facts: dict[str, str]) -> NoReturn:
+        """The check this sentinel serves, judged on the sentinel's own call: it fails with a
+        reproduction, or xfails where a known bug of that check declares ``observed``."""
+        obs = Observation(self.case, self.check, what, expected, observed, self.inputs, self.op, facts)
+        expect(self.target, obs)
+        raise AssertionError("expect() returned on differing values")  # a harness invariant
 
     def _below_autograd(self) -> torch._C.DispatchKey:
         """The first key the inputs carry below Autograd: the backend's (CPU), or a layer above
@@ -124,8 +145,9 @@ class Sentinel:
         return getattr(torch._C.DispatchKey, below[-1]) if below else backend
 
 
-def make_sentinel(target: Target, requires_grad: bool = False) -> Sentinel:
-    """The sentinel on float32 inputs (weights with ``requires_grad``)."""
+def make_sentinel(target: Target, case: Case, check: str, requires_grad: bool = False) -> Sentinel:
+    """The sentinel on float32 inputs (weights with ``requires_grad``), for ``check`` of
+    ``case`` (given the sentinel op and entry where it names no op)."""
     op = sentinel_op(target, Policy.LOWER_PRECISION_FP)
     if op is None:
         pytest.fail(
@@ -136,4 +158,4 @@ def make_sentinel(target: Target, requires_grad: bool = False) -> Sentinel:
         m = make_inputs(
             target.spec.ops[op].samples[0], (torch.float32,), target.device, requires_grad=requires_grad
         )
-    return Sentinel(target, op, m)
+    return Sentinel(target, op, m, case if case.op else replace(case, op=op, entry=op), check)

@@ -153,7 +153,8 @@ def _first_arg(sig: OpSignature, args: Sequence[Any], kwargs: Mapping[str, Any])
     return slot_value(sig.slots[0], args, kwargs)[1]
 
 
-def _untouched(op: str, policy: Policy | None, reason: str) -> CastPlan:
+def untouched_plan(op: str, policy: Policy | None, reason: str) -> CastPlan:
+    """The plan that leaves ``op``'s arguments as they are (no cast, no error), and why."""
     return CastPlan(op, policy, (), None, None, None, reason)
 
 
@@ -235,18 +236,19 @@ def decide(
     """The cast plan of ``op(*args, **kwargs)`` under ``state`` on ``device``."""
     entry = device.ops.get(op)
     if not state.enabled:
-        return _untouched(op, None, "autocast is disabled")
+        return untouched_plan(op, None, "autocast is disabled")
     if state.device != device.device:
-        return _untouched(op, None, f"autocast state is for {state.device!r}, the spec for {device.device!r}")
+        why = f"autocast state is for {state.device!r}, the spec for {device.device!r}"
+        return untouched_plan(op, None, why)
     if entry is None:
-        return _untouched(op, None, f"{op} is not listed by the {device.device} spec: falls through")
+        return untouched_plan(op, None, f"{op} is not listed by the {device.device} spec: falls through")
     under = dtype_name(state.dtype)
     policy = entry.policy_under(under)
     if policy is None:
-        return _untouched(op, None, f"{op}: passes uncast under {under} (by_dtype)")
+        return untouched_plan(op, None, f"{op}: passes uncast under {under} (by_dtype)")
     sig = signature(op)
     if rules.out_of_place_only and sig.mutable:
-        return _untouched(op, policy, f"{op} mutates an argument (in-place or out=): never autocast")
+        return untouched_plan(op, policy, f"{op} mutates an argument (in-place or out=): never autocast")
     eligible = eligibility(rules, device.device)
     ctx = _Ctx(policy, state, rules, eligible, device.cast_cache, device)
 
@@ -284,7 +286,7 @@ def decide(
 
     if policy is Policy.FP32_SET_OPT_DTYPE:
         if not first_ok:
-            return _untouched(op, policy, "fp32_set_opt_dtype: first argument not eligible")
+            return untouched_plan(op, policy, "fp32_set_opt_dtype: first argument not eligible")
         unset = tuple(
             path if path is not None else ("kwargs", s.name)
             for s in sig.optional_dtype_slots
@@ -292,7 +294,7 @@ def decide(
             if value is None
         )
         if not unset:
-            return _untouched(op, policy, "fp32_set_opt_dtype: a dtype was given")
+            return untouched_plan(op, policy, "fp32_set_opt_dtype: a dtype was given")
         return CastPlan(op, policy, (), torch.float32, None, None, "fp32_set_opt_dtype: dtype=float32", unset)
 
     if policy is Policy.FP32_APPEND_DTYPE:

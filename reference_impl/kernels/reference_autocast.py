@@ -218,7 +218,7 @@ def _always_on(op: str, handle: Handler, dspec: DeviceSpec, key: torch._C.Dispat
     return kernel
 
 
-def _make_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchKey) -> Kernel:
+def op_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchKey) -> Kernel:
     """A plain kernel for ``op`` at ``key`` (the device's Autocast key): the spec's policy
     wherever it runs, with the weight cache inside a reference region of the device."""
     return _always_on(op, _handler(op, dspec, spec)[0], dspec, key)

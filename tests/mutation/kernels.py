@@ -10,6 +10,8 @@ Two kinds of kernel:
   keeps the wrong tensors).
 
 Registrations live in this process (the mutant's suite subprocess) until it exits.
+:func:`cpu_sentinel_op` names the op the suite's context and cache checks watch on cpu (the
+cache mutants and the real-bug cache replays wrap its kernel).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import torch
 
 from autocast_spec.model import OpPolicy, Policy, Rules, Spec
 from reference_impl.engine.torch_registry import dispatch_key, op_overload, split_op_name
-from reference_impl.kernels.reference_autocast import _make_kernel
+from reference_impl.kernels.reference_autocast import op_kernel
 from reference_impl.spectools.installed_spec import load_installed_spec
 
 _LIBS: list[torch.library.Library] = []
@@ -68,7 +70,7 @@ def spec_kernels(spec: Spec, device: str, ops: Iterable[str]) -> None:
     dspec = spec.device(device)
     key = dispatch_key(dspec.dispatch_key)
     for op in ops:
-        register(op, _make_kernel(op, dspec, spec, key), device)
+        register(op, op_kernel(op, dspec, spec, key), device)
 
 
 def with_policy(spec: Spec, device: str, op: str, policy: Policy, message: str | None = None) -> Spec:
@@ -172,3 +174,13 @@ def caching_kernel(op: str, device: str, keep: Callable[[torch.Tensor], bool]) -
             return target(*map_tensors(args, cast), **map_tensors(kwargs, cast))
 
     register(op, kernel, device)
+
+
+def cpu_sentinel_op() -> str:
+    """The op the suite's context, cache and transition checks watch on cpu (the sentinel)."""
+    from conformance.kit.case import sentinel_op
+    from conformance.target import Options, resolve_target
+
+    op = sentinel_op(resolve_target(Options("cpu", None, (), None, False)))
+    assert op is not None
+    return op

@@ -24,7 +24,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     mutant = BY_ID.get(name)
     if mutant is None:
-        raise pytest.UsageError(f"{ENV}={name}: no such mutant (see tests/mutation/catalogue.py)")
+        raise pytest.UsageError(f"{ENV}={name}: no such mutant (see tests/mutation/catalogue/)")
     mutant.install()
 
 

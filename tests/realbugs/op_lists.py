@@ -58,14 +58,14 @@ def autocast_skipped_under_functorch() -> None:
     """MPS: inside torch.vmap / torch.func.grad the Autocast kernels leave lower_precision_fp
     ops (mm, bmm, ...) in float32; outside transforms they cast as the spec says."""
     from reference_impl.engine.torch_registry import dispatch_key
-    from reference_impl.kernels.reference_autocast import _make_kernel
+    from reference_impl.kernels.reference_autocast import op_kernel
 
     spec = K.bundled()
     dspec = spec.device("cpu")
     for op, entry in dspec.ops.items():
         if entry.policy is not Policy.LOWER_PRECISION_FP:
             continue
-        cast = _make_kernel(op, dspec, spec, dispatch_key(dspec.dispatch_key))
+        cast = op_kernel(op, dspec, spec, dispatch_key(dspec.dispatch_key))
         target = K.op_overload(op)
 
         def kernel(*args: Any, _cast: Any = cast, _target: Any = target, **kwargs: Any) -> Any:
