@@ -172,7 +172,8 @@ RUN_MARKERS = {
     "hypothesis": "property-based tests (random dtype mixes, state machines)",
     "requires_kernels": "needs the backend's kernels: skipped with --policy-only",
     "real_tensors": "needs real tensors (C++ cast cache, backward): skipped with --policy-only",
-    "mode_check": "an op run through --mode script|trace|compile vs eager",
+    "mode_check": "an op run through --mode script|trace|compile|export|aoti vs eager",
+    "slow": "builds C++ per batch (--mode aoti: AOTInductor packages, minutes cold); -m 'not slow' skips it",
 }
 
 

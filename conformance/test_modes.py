@@ -21,7 +21,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     modes = selected_modes(metafunc.config)
     if "mode_case" in metafunc.fixturenames:
         cases = ops.mode_cases(target, modes, compile_backend(metafunc.config))
-        metafunc.parametrize("mode_case", cases, ids=[c.id for c in cases])
+        slow = [pytest.mark.slow]  # an AOTInductor package per batch: a C++ build, minutes cold
+        params = [pytest.param(c, id=c.id, marks=slow if c.mode == "aoti" else ()) for c in cases]
+        metafunc.parametrize("mode_case", params)
     if "grad_case" in metafunc.fixturenames:
         grads = gradients.grad_cases(target) if "compile" in modes else []
         metafunc.parametrize("grad_case", grads, ids=[c.id for c in grads])
