@@ -1,6 +1,6 @@
 """Bugs of compiled autocast: torch.compile and torch.export with regions that raise, recompute,
 disable, nest or break the graph, the guards that tell one autocast state from another, and
-inductor's rewrites (a fusion) of the ops a region casts."""
+inductor's rewrites (a fusion, a decomposition) of the ops a region casts."""
 
 from __future__ import annotations
 
@@ -335,3 +335,47 @@ def compiled_linear_plus_float32() -> Any:
     c = torch.compile(f, backend="inductor")
     with cpu_autocast():
         return observe(lambda: name(c(torch.randn(8, 16), torch.randn(8, 16)).dtype))
+
+
+class _TriangleMultiplication(torch.nn.Module):
+    """pytorch#168126's layer (Boltz's TriangleMultiplicationOutgoing): layer norms whose float32
+    outputs feed linears that autocast rounds to bfloat16."""
+
+    def __init__(self, dim: int = 128) -> None:
+        super().__init__()
+        self.norm_in = torch.nn.LayerNorm(dim)
+        self.p_in = torch.nn.Linear(dim, 2 * dim, bias=False)
+        self.g_in = torch.nn.Linear(dim, 2 * dim, bias=False)
+        self.norm_out = torch.nn.LayerNorm(dim)
+        self.p_out = torch.nn.Linear(dim, dim, bias=False)
+        self.g_out = torch.nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norm_in(x)
+        x_in = x
+        x = self.p_in(x) * self.g_in(x).sigmoid()
+        a, b = torch.chunk(x.float(), 2, dim=-1)
+        x = torch.einsum("bikd,bjkd->bijd", a, b)
+        return self.p_out(self.norm_out(x)) * self.g_out(x_in).sigmoid()
+
+
+@witness
+def compiled_layer_norm_chain() -> Any:
+    """Bitwise equality with eager under bfloat16 autocast: aot_eager runs eager's kernels;
+    aot_eager_decomp_partition decomposes native_layer_norm (the report's bisection); inductor
+    under emulate_precision_casts rounds where eager rounds (the suite's bitwise pass)."""
+    import torch._inductor.config
+
+    torch.manual_seed(0)
+    m = _TriangleMultiplication()
+    x = torch.randn(1, 32, 32, 128)
+    runs = (("aot_eager", False), ("aot_eager_decomp_partition", False), ("inductor", True))
+    equal = {}
+    with cpu_autocast():
+        eager = m(x)
+        for backend, emulate in runs:
+            torch._dynamo.reset()
+            with torch._inductor.config.patch(emulate_precision_casts=emulate):
+                out = torch.compile(m, backend=backend)(x)
+            equal[backend + ("_emulate_precision_casts" if emulate else "")] = torch.equal(out, eager)
+    return equal
