@@ -1,5 +1,6 @@
 """Bugs of compiled autocast: torch.compile and torch.export with regions that raise, recompute,
-disable, nest or break the graph, and the guards that tell one autocast state from another."""
+disable, nest or break the graph, the guards that tell one autocast state from another, and
+inductor's rewrites (a fusion, a decomposition) of the ops a region casts."""
 
 from __future__ import annotations
 
@@ -163,6 +164,33 @@ def legacy_alias_binds_like_autocast() -> None:
     AutocastModeVariable.create = staticmethod(create)  # type: ignore[method-assign,assignment]
 
 
+@replay
+def inductor_fuses_mixed_dtype_addmm() -> None:
+    """Inductor's post-grad pattern fusing ``add(mm(a, b), inp)`` into ``addmm(inp, a, b)`` did
+    not compare dtypes (pytorch#159492): under autocast a bias-free linear's bfloat16 output
+    added to a float32 tensor became an addmm of a float32 input and bfloat16 matrices ("self
+    and mat2 must have the same dtype, but got Float and BFloat16" in the generated code). The
+    installed compiler's cached graphs are turned off: a different inductor has other keys."""
+    from torch._inductor.fx_passes import post_grad
+
+    def any_dtype(match: Any) -> bool:  # is_valid_addmm_fusion without its dtype comparison
+        mat1, mat2 = match.args
+        inp = match.kwargs["inp"]
+        if not (isinstance(inp, torch.fx.Node) and isinstance(inp.meta["val"], torch.Tensor)):
+            return False
+        shape = (mat1.meta["val"].shape[0], mat2.meta["val"].shape[1])
+        return post_grad.is_expandable_to(inp.meta["val"].shape, shape)
+
+    patched = 0
+    for entries in post_grad.pass_patterns[2].patterns.values():
+        for entry in entries:
+            if getattr(entry, "extra_check", None) is post_grad.is_valid_addmm_fusion:
+                entry.extra_check = any_dtype
+                patched += 1
+    assert patched, "inductor's add + mm -> addmm patterns not found"
+    torch.compiler.config.force_disable_caches = True
+
+
 # --- witnesses ----------------------------------------------------------
 
 
@@ -295,3 +323,59 @@ def exported_composites_decomposed() -> Any:
     a = torch.rand(4, 4)
     ep = torch.export.export(Model(), (a,), strict=False)
     return _mm_dtypes(ep.run_decompositions().module(), a)
+
+
+@witness
+def compiled_linear_plus_float32() -> Any:
+    lin = torch.nn.Linear(16, 16, bias=False)
+
+    def f(x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return residual + lin(x)  # a bfloat16 linear output added to a float32 tensor
+
+    c = torch.compile(f, backend="inductor")
+    with cpu_autocast():
+        return observe(lambda: name(c(torch.randn(8, 16), torch.randn(8, 16)).dtype))
+
+
+class _TriangleMultiplication(torch.nn.Module):
+    """pytorch#168126's layer (Boltz's TriangleMultiplicationOutgoing): layer norms whose float32
+    outputs feed linears that autocast rounds to bfloat16."""
+
+    def __init__(self, dim: int = 128) -> None:
+        super().__init__()
+        self.norm_in = torch.nn.LayerNorm(dim)
+        self.p_in = torch.nn.Linear(dim, 2 * dim, bias=False)
+        self.g_in = torch.nn.Linear(dim, 2 * dim, bias=False)
+        self.norm_out = torch.nn.LayerNorm(dim)
+        self.p_out = torch.nn.Linear(dim, dim, bias=False)
+        self.g_out = torch.nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norm_in(x)
+        x_in = x
+        x = self.p_in(x) * self.g_in(x).sigmoid()
+        a, b = torch.chunk(x.float(), 2, dim=-1)
+        x = torch.einsum("bikd,bjkd->bijd", a, b)
+        return self.p_out(self.norm_out(x)) * self.g_out(x_in).sigmoid()
+
+
+@witness
+def compiled_layer_norm_chain() -> Any:
+    """Bitwise equality with eager under bfloat16 autocast: aot_eager runs eager's kernels;
+    aot_eager_decomp_partition decomposes native_layer_norm (the report's bisection); inductor
+    under emulate_precision_casts rounds where eager rounds (the suite's bitwise pass)."""
+    import torch._inductor.config
+
+    torch.manual_seed(0)
+    m = _TriangleMultiplication()
+    x = torch.randn(1, 32, 32, 128)
+    runs = (("aot_eager", False), ("aot_eager_decomp_partition", False), ("inductor", True))
+    equal = {}
+    with cpu_autocast():
+        eager = m(x)
+        for backend, emulate in runs:
+            torch._dynamo.reset()
+            with torch._inductor.config.patch(emulate_precision_casts=emulate):
+                out = torch.compile(m, backend=backend)(x)
+            equal[backend + ("_emulate_precision_casts" if emulate else "")] = torch.equal(out, eager)
+    return equal

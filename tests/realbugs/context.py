@@ -96,6 +96,20 @@ def unsupported_dtype_warns_when_disabled() -> None:
 
 
 @replay
+def device_object_misleading_error() -> None:
+    """torch.autocast given a torch.device (not its type string) raised a RuntimeError calling the
+    supported device unsupported ("User specified an unsupported autocast device_type 'cpu'")."""
+    init = AUTOCAST.__init__
+
+    def __init__(self: Any, device_type: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(device_type, torch.device):
+            raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+        init(self, device_type, *args, **kwargs)
+
+    AUTOCAST.__init__ = __init__  # type: ignore[method-assign]
+
+
+@replay
 def any_enabled_ignores_device() -> None:
     """is_any_autocast_enabled() left one device (PrivateUse1) out: False inside its region."""
     devices = ("cuda", "xpu", "hpu", "mps", "mtia", "maia")
@@ -149,6 +163,11 @@ def unsupported_dtype_region() -> Any:
 @witness
 def unsupported_dtype_disabled_region() -> Any:
     return _warnings_of(lambda: cpu_autocast(torch.float64, enabled=False))
+
+
+@witness
+def device_object_region() -> Any:
+    return observe(lambda: torch.autocast(torch.device("cpu"), dtype=torch.bfloat16))
 
 
 @witness
