@@ -12,22 +12,20 @@ from typing import Any
 from .catalog import Arg, DtypeArg, EntryPoint, KernelGap, ListArg, Literal, OpInfo, Sample, TensorArg
 from .common import SourceLoc, Tolerance, cited, frozen_map
 from .model import (
-    ArgumentCheck,
     CacheRule,
     ContextRules,
     CustomOpRules,
     Divergence,
     Eligibility,
-    EntryPointInfo,
     JitLimitation,
     KnownBug,
     Policy,
     PromoteRule,
     Rules,
-    Surface,
     ValueDivergence,
 )
-from .versions import Applicability, specifier_contains
+from .surface import ArgumentCheck, EntryPointInfo, Role, Surface
+from .versions import Applicability, specifier_contains, version_in
 from .yaml_source import PathKey, YamlDocument
 
 
@@ -222,16 +220,18 @@ def build_value_divergences(doc: YamlDocument, app: Applicability) -> list[Value
 
 
 def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
-    """The Python surface of the release read (``kind: surface``)."""
+    """The Python surface of the release read (``kind: surface``): an entry point is
+    ``deprecated`` from the release its ``deprecated`` names on."""
     return Surface(
         entry_points=tuple(
             EntryPointInfo(
                 name=e["name"],
-                role=e["role"],
+                role=Role(e["role"]),
                 alias_of=e.get("alias_of"),
                 device=e.get("device"),
                 positional=tuple(e.get("positional", ())),
-                deprecated=e.get("deprecated"),
+                deprecated="deprecated" in e and version_in(app.version, e["deprecated"], None),
+                deprecated_in=e.get("deprecated"),
                 warning=e.get("warning"),
             )
             for e in doc.data["entry_points"]

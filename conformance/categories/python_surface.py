@@ -9,10 +9,14 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
 * ``getter``: each ``dtype_getter`` for the device (``torch.get_autocast_dtype(device)``, the
   legacy per-device getters), inside a region of the dtype under test;
 * ``cache_threads``: a weight's cast cached in a region, the weight changed in place, the
-  cache cleared from another thread (``torch.clear_autocast_cache``);
+  cache cleared from another thread (each ``cache_clear`` entry point);
 * ``entry_point``: every entry point bound to the device (or to none), called once in the form
-  of its ``role`` (a region entered; a getter asked, with the device unless it is bound to one;
-  a setter given the value it holds; a decorator applied, with ``device_type`` unless bound).
+  of its ``role`` (``reference_impl.harness.surface.call_in_role``: a region entered; a getter
+  asked, with the device unless it is bound to one; a setter given the value it holds; a
+  decorator applied, with ``device_type`` unless bound).
+
+Each kind's parameters are a typed variant (:class:`Alias`, :class:`Argument`, ...) holding the
+spec's own entry (``EntryPointInfo``, ``ArgumentCheck``); the test id is built from them.
 
 Procedure and expectation, per kind:
 
@@ -24,23 +28,27 @@ Procedure and expectation, per kind:
 * ``cache_threads``: the next call in the region casts the changed weight again (the clear
   reached this thread's cache);
 * ``entry_point``: it exists in this torch and runs, warning with its declared ``warning`` when
-  ``deprecated``, and with no deprecation warning otherwise.
+  deprecated in the release the spec is read for (``deprecated`` names that release or an
+  earlier one), and with no deprecation warning otherwise.
 """
 
 from __future__ import annotations
 
+import enum
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from autocast_spec.model import ArgumentCheck, EntryPointInfo
+from autocast_spec.surface import ArgumentCheck, EntryPointInfo, Role
 from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.harness.devices import device_is_real
 from reference_impl.harness.samples import resolve_entry_point
+from reference_impl.harness.state import quiet
+from reference_impl.harness.surface import call_in_role
 
 from ..kit.case import Case
 from ..kit.verdict import Observation, not_applicable, one_line
@@ -52,76 +60,105 @@ GETTER = "python_surface.getter"
 CACHE_THREADS = "python_surface.cache_threads"
 ENTRY_POINT = "python_surface.entry_point"
 CHECKS = (ALIAS, ARGUMENT, GETTER, CACHE_THREADS, ENTRY_POINT)
-FORMS = ("positional", "keyword")
-RUNS = ("eager", "compile")
+
+
+class Form(enum.Enum):
+    """How an alias is given its arguments."""
+
+    POSITIONAL = "positional"
+    KEYWORD = "keyword"
+
+
+def _run(compiled: bool) -> str:
+    return "compile" if compiled else "eager"
 
 
 @dataclass(frozen=True)
-class SurfaceVariant:
-    kind: str  # alias | argument | getter | cache_threads | entry_point
-    name: str  # the entry point, or the argument and its value
-    form: str = ""  # alias: positional | keyword
-    enabled: bool = True
-    run: str = "eager"  # alias: eager | compile
+class Alias:
+    """A region entry point with ``alias_of: torch.autocast``, called in one form."""
+
+    entry: EntryPointInfo
+    form: Form
+    enabled: bool
+    compiled: bool = False  # inside a torch.compile(backend="aot_eager", fullgraph=True) function
 
     @property
     def label(self) -> str:
-        on = "" if self.kind != "alias" else ("-enabled" if self.enabled else "-disabled")
-        parts = [self.kind, self.name, self.form + on, "" if self.run == "eager" else self.run]
-        return "-".join(p for p in parts if p)
+        on = "enabled" if self.enabled else "disabled"
+        return f"alias-{self.entry.name}-{self.form.value}-{on}" + ("-compile" if self.compiled else "")
 
 
-def _bound_here(e: EntryPointInfo, device: str) -> bool:
-    return e.device in (None, device)
+@dataclass(frozen=True)
+class Argument:
+    """``torch.autocast`` given one argument of the wrong kind (a ``validation`` entry)."""
+
+    check: ArgumentCheck
+
+    @property
+    def label(self) -> str:
+        return f"argument-{self.check.argument}={self.check.value}"
+
+
+@dataclass(frozen=True)
+class OfEntry:
+    """A check of one entry point: the test id names the check's kind and the entry point."""
+
+    entry: EntryPointInfo
+    KIND: ClassVar[str] = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.KIND}-{self.entry.name}"
+
+
+class Getter(OfEntry):
+    """A dtype getter asked inside a region of the dtype under test."""
+
+    KIND = "getter"
+
+
+class CacheThreads(OfEntry):
+    """A ``cache_clear`` entry point called from another thread."""
+
+    KIND = "cache_threads"
+
+
+class EntryPointCall(OfEntry):
+    """An entry point called once in the form of its role."""
+
+    KIND = "entry_point"
+
+
+Variant = Alias | Argument | Getter | CacheThreads | EntryPointCall
 
 
 def cases(target: Target) -> list[Case]:
-    surface = target.spec.surface
-    out = []
-    for dtype in target.dtypes:
-        variants = [
-            SurfaceVariant("alias", e.name, form, enabled, run)
-            for e in surface.entry_points
-            if e.alias_of and _bound_here(e, target.device)
-            for form in FORMS
-            for enabled in (True, False)
-            for run in RUNS
-        ]
-        variants += [SurfaceVariant("argument", f"{v.argument}={v.value}") for v in surface.validation]
-        variants += [
-            SurfaceVariant("getter", e.name)
-            for e in surface.entry_points
-            if e.role == "dtype_getter" and _bound_here(e, target.device)
-        ]
-        variants.append(SurfaceVariant("cache_threads", "torch.clear_autocast_cache"))
-        variants += [
-            SurfaceVariant("entry_point", e.name)
-            for e in surface.entry_points
-            if _bound_here(e, target.device)
-        ]
-        out += [Case("python_surface", target.device, dtype, variant=v) for v in variants]
-    return out
+    surface, device = target.spec.surface, target.device
+    here = [e for e in surface.entry_points if e.bound_to(device)]
+    variants: list[Variant] = [
+        Alias(e, form, enabled, compiled)
+        for e in here
+        if e.alias_of
+        for form in Form
+        for enabled in (True, False)
+        for compiled in (False, True)
+    ]
+    variants += [Argument(v) for v in surface.validation]
+    variants += [Getter(e) for e in here if e.role is Role.DTYPE_GETTER]
+    variants += [CacheThreads(e) for e in here if e.role is Role.CACHE_CLEAR]
+    variants += [EntryPointCall(e) for e in here]
+    return [Case("python_surface", device, dtype, variant=v) for dtype in target.dtypes for v in variants]
 
 
 GENERATORS = {"python_surface": cases}
 
 
-def entry(target: Target, name: str) -> EntryPointInfo:
-    return next(e for e in target.spec.surface.entry_points if e.name == name)
-
-
-def _quiet(fn: Callable[[], Any]) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn()
-
-
 def _region_args(
-    e: EntryPointInfo, device: str, dtype: torch.dtype, enabled: bool, form: str
+    e: EntryPointInfo, device: str, dtype: torch.dtype, enabled: bool, form: Form
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The entry point's arguments for the region, positionally or by keyword."""
     values = {"device_type": device, "dtype": dtype, "enabled": enabled, "cache_enabled": True}
-    if form == "positional":
+    if form is Form.POSITIONAL:
         return tuple(values[p] for p in e.positional), {}
     return (), {k: values[k] for k in e.positional}
 
@@ -130,7 +167,7 @@ def _probe(target: Target) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(4, 4, device=target.device), torch.randn(4, 4, device=target.device)
 
 
-def region_state(target: Target, make: Callable[[], Any], run: str) -> str:
+def region_state(target: Target, make: Callable[[], Any], compiled: bool) -> str:
     """``enabled, dtype; probe op's output dtype`` inside the region ``make()`` opens."""
     device = target.device
     a, b = _probe(target)
@@ -139,36 +176,35 @@ def region_state(target: Target, make: Callable[[], Any], run: str) -> str:
         with make():
             return torch.mm(x, y)
 
-    if run == "compile":
+    if compiled:
         torch._dynamo.reset()
-        out = _quiet(lambda: torch.compile(body, backend="aot_eager", fullgraph=True)(a, b))
+        with quiet():
+            out = torch.compile(body, backend="aot_eager", fullgraph=True)(a, b)
         return f"mm -> {dtype_name(out.dtype)}"
-    with _quiet(make):
+    with quiet(), make():
         on, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
         state = f"enabled {on}, dtype {dtype_name(dtype)}"
         out = torch.mm(a, b)
     return f"{state}; mm -> {dtype_name(out.dtype)}"
 
 
-def alias(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    e = entry(target, v.name)
+def alias(target: Target, case: Case, v: Alias) -> Observation:
+    e = v.entry
     dtype = dtype_of(case.dtype)
     args, kwargs = _region_args(e, target.device, dtype, v.enabled, v.form)
     fn = resolve_entry_point(e.name)
     expected = region_state(
-        target, lambda: torch.autocast(target.device, dtype=dtype, enabled=v.enabled), v.run
+        target, lambda: torch.autocast(target.device, dtype=dtype, enabled=v.enabled), v.compiled
     )
     try:
-        observed = region_state(target, lambda: fn(*args, **kwargs), v.run)
+        observed = region_state(target, lambda: fn(*args, **kwargs), v.compiled)
     except Exception as exc:
         observed = f"error: {one_line(exc)}"
     call = f"{e.name}({', '.join([repr(a) for a in args] + [f'{k}={w!r}' for k, w in kwargs.items()])})"
     return Observation(
         case,
         ALIAS,
-        f"{call} must behave like torch.autocast ({v.run})",
+        f"{call} must behave like torch.autocast ({_run(v.compiled)})",
         expected,
         observed,
         facts={"called": call},
@@ -212,11 +248,9 @@ def _expected_argument(target: Target, v: ArgumentCheck) -> str:
     return f"enabled, dtype {target.device_spec.default_dtype}"
 
 
-def argument(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    name, _, value = v.name.partition("=")
-    declared = next(c for c in target.spec.surface.validation if (c.argument, c.value) == (name, value))
+def argument(target: Target, case: Case, v: Argument) -> Observation:
+    declared = v.check
+    name, value = declared.argument, declared.value
     check = _device_rule(target, declared)
     kwargs: dict[str, Any] = {"device_type": target.device, "dtype": dtype_of(case.dtype)}
     kwargs[name] = _VALUES[value](target)
@@ -242,14 +276,12 @@ def argument(target: Target, case: Case) -> Observation:
     return Observation(case, ARGUMENT, f"torch.autocast({name}={kwargs[name]!r})", expected, observed)
 
 
-def getter(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    e = entry(target, v.name)
+def getter(target: Target, case: Case, v: Getter) -> Observation:
+    e = v.entry
     fn = resolve_entry_point(e.name)
     dtype = dtype_of(case.dtype)
-    with _quiet(lambda: torch.autocast(target.device, dtype=dtype)):
-        got = _quiet(lambda: fn() if e.device else fn(target.device))
+    with quiet(), torch.autocast(target.device, dtype=dtype):
+        got = fn() if e.device else fn(target.device)
     observed = (
         f"torch.{dtype_name(dtype)} (the same object)" if got is dtype else f"{got!r} ({type(got).__name__})"
     )
@@ -262,7 +294,7 @@ def getter(target: Target, case: Case) -> Observation:
     )
 
 
-def cache_threads(target: Target, case: Case) -> Observation:
+def cache_threads(target: Target, case: Case, v: CacheThreads) -> Observation:
     """A cast cached in a region, the weight changed in place, the cache cleared by another thread."""
     x = torch.randn(4, 4, device=target.device)
     w = torch.randn(4, 4, device=target.device, requires_grad=True)
@@ -270,7 +302,7 @@ def cache_threads(target: Target, case: Case) -> Observation:
         first = torch.nn.functional.linear(x, w)
         with torch.no_grad():
             w.add_(1.0)
-        worker = threading.Thread(target=torch.clear_autocast_cache)
+        worker = threading.Thread(target=resolve_entry_point(v.entry.name))
         worker.start()
         worker.join()
         after = torch.nn.functional.linear(x, w)
@@ -280,55 +312,23 @@ def cache_threads(target: Target, case: Case) -> Observation:
     return Observation(
         case,
         CACHE_THREADS,
-        "torch.clear_autocast_cache() from another thread must clear this thread's casts",
+        f"{v.entry.name}() from another thread must clear this thread's casts",
         "the changed weight is cast again",
         observed,
     )
 
 
-@dataclass(frozen=True)
-class _State:
-    """Autocast's state for the device, read before an entry point is called (a setter gets it)."""
-
-    enabled: bool
-    dtype: torch.dtype
-    cache_enabled: bool
-
-
-def _call_in_role(e: EntryPointInfo, fn: Any, device: str, state: _State) -> None:
-    """Call ``fn`` once as its role uses it; a setter is given the value autocast holds."""
-    here: tuple[Any, ...] = () if e.device else (device,)
-    if e.role == "region":
-        with fn(*here):
-            pass
-    elif e.role == "decorator":
-        fn(lambda *args: args, **({} if e.device else {"device_type": device}))
-    elif e.role == "enabled_setter":
-        fn(*here, state.enabled)
-    elif e.role == "dtype_setter":
-        fn(*here, state.dtype)
-    elif e.role == "cache" and e.name.rpartition(".")[2].startswith("set_"):
-        fn(state.cache_enabled)
-    elif e.role == "available":
-        fn(device)
-    else:  # getters, the cache's query and clear
-        fn(*(here if e.role.endswith("getter") else ()))
-
-
-def entry_point(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    e = entry(target, v.name)
+def entry_point(target: Target, case: Case, v: EntryPointCall) -> Observation:
+    e = v.entry
     device = target.device
-    state = _State(
-        torch.is_autocast_enabled(device), torch.get_autocast_dtype(device), torch.is_autocast_cache_enabled()
-    )
+    if e.role is Role.REGISTRATION and device not in target.spec.rules.custom_ops.register_autocast_devices:
+        not_applicable(f"rules.custom_ops.register_autocast_devices does not name {device}")
     expected = f"runs, warns {e.warning}" if e.deprecated else "runs, no deprecation warning"
     error: str | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            _call_in_role(e, resolve_entry_point(e.name), device, state)
+            call_in_role(e, device)
         except Exception as exc:
             error = one_line(exc)
     deprecations = [w for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning))]
@@ -341,17 +341,24 @@ def entry_point(target: Target, case: Case) -> Observation:
         observed = f"runs, warns {deprecations[0].category.__name__}: {str(deprecations[0].message)[:200]}"
     else:
         observed = expected
-    role = e.role + (f", deprecated in {e.deprecated}" if e.deprecated else "")
+    role = e.role.value + (f", deprecated in {e.deprecated_in}" if e.deprecated else "")
     return Observation(case, ENTRY_POINT, f"{e.name} ({role}) called once", expected, observed)
 
 
 def check(target: Target, case: Case) -> Observation:
     v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    if v.kind != "getter" and not device_is_real(target.device):
+    if not isinstance(v, Getter) and not device_is_real(target.device):
         not_applicable(
             f"torch.autocast({target.device!r}) disables itself where {target.device} has no runtime "
             "(a policy-only run without the device): its Python surface is checked on the device"
         )
-    kinds = {"alias": alias, "argument": argument, "getter": getter, "cache_threads": cache_threads}
-    return {**kinds, "entry_point": entry_point}[v.kind](target, case)
+    if isinstance(v, Alias):
+        return alias(target, case, v)
+    if isinstance(v, Argument):
+        return argument(target, case, v)
+    if isinstance(v, Getter):
+        return getter(target, case, v)
+    if isinstance(v, CacheThreads):
+        return cache_threads(target, case, v)
+    assert isinstance(v, EntryPointCall), v
+    return entry_point(target, case, v)

@@ -1,0 +1,69 @@
+"""The model of ``spec/python_surface.yaml``: autocast's public Python entry points and
+``torch.autocast``'s argument checks, for the release the spec is read for.
+
+Only :func:`autocast_spec.builders.build_surface` makes these (entries outside the release
+left out, ``deprecated`` compared with the release); the suite's ``python_surface`` category
+reads them (``conformance/categories/python_surface.py``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Role(str, enum.Enum):
+    """How an entry point is used, and so how the suite calls it once (``entry_point`` checks)."""
+
+    REGION = "region"  # a context manager: entered and left
+    DECORATOR = "decorator"  # custom_fwd / custom_bwd: applied to a function
+    ENABLED_GETTER = "enabled_getter"
+    ENABLED_SETTER = "enabled_setter"  # given the value its device holds
+    DTYPE_GETTER = "dtype_getter"
+    DTYPE_SETTER = "dtype_setter"  # given the value its device holds
+    AVAILABLE = "available"  # asked about the device under test
+    CACHE_GETTER = "cache_getter"
+    CACHE_SETTER = "cache_setter"  # given the value autocast holds
+    CACHE_CLEAR = "cache_clear"
+    NESTING_INCREMENT = "nesting_increment"  # called, then the nesting decremented back
+    NESTING_DECREMENT = "nesting_decrement"  # called after the nesting was incremented
+    REGISTRATION = "registration"  # torch.library.register_autocast for a fresh custom op
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class EntryPointInfo:
+    """One public autocast entry point of the Python surface."""
+
+    name: str  # torch.autocast, torch.get_autocast_cpu_dtype...
+    role: Role
+    alias_of: str | None = None
+    device: str | None = None  # the device a legacy entry point or alias is bound to
+    positional: tuple[str, ...] = ()
+    deprecated: bool = False  # deprecated in the release read: it must warn with ``warning``
+    deprecated_in: str | None = None  # the release that deprecated it
+    warning: str | None = None
+
+    def bound_to(self, device: str) -> bool:
+        """Bound to ``device``, or to none (then it takes the device as an argument)."""
+        return self.device in (None, device)
+
+
+@dataclass(frozen=True)
+class ArgumentCheck:
+    """What ``torch.autocast`` does with one argument of the wrong kind."""
+
+    argument: str  # device_type | dtype | enabled
+    value: str  # torch_device | unknown_string | none | float32 | float64 | int32 | string | int
+    outcome: str  # raises | warns_and_disables | default_dtype | unsupported_dtype (the device rule)
+    error: str | None
+    message: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Surface:
+    entry_points: tuple[EntryPointInfo, ...] = ()
+    validation: tuple[ArgumentCheck, ...] = ()
