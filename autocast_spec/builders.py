@@ -24,7 +24,7 @@ from .model import (
     Rules,
     ValueDivergence,
 )
-from .surface import ArgumentCheck, EntryPointInfo, Role, Surface
+from .surface import ArgumentCheck, EntryPointInfo, Role, Surface, UnderCompile
 from .versions import Applicability, specifier_contains, version_in
 from .yaml_source import PathKey, YamlDocument
 
@@ -219,6 +219,12 @@ def build_value_divergences(doc: YamlDocument, app: Applicability) -> list[Value
     ]
 
 
+def _under_compile(d: Mapping[str, Any] | None, app: Applicability) -> UnderCompile | None:
+    if d is None or not app.admits(d):
+        return None
+    return UnderCompile(d["outcome"], d["message"], cited(d), d.get("error"))
+
+
 def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
     """The Python surface of the release read (``kind: surface``): an entry point is
     ``deprecated`` from the release its ``deprecated`` names on."""
@@ -233,13 +239,20 @@ def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
                 deprecated="deprecated" in e and version_in(app.version, e["deprecated"], None),
                 deprecated_in=e.get("deprecated"),
                 warning=e.get("warning"),
+                compiled=_under_compile(e.get("compiled"), app),
             )
             for e in doc.data["entry_points"]
             if app.admits(e)
         ),
         validation=tuple(
             ArgumentCheck(
-                v["argument"], v["value"], v["outcome"], v.get("error"), v.get("message"), v["source"]
+                v["argument"],
+                v["value"],
+                v["outcome"],
+                v.get("error"),
+                v.get("message"),
+                v["source"],
+                _under_compile(v.get("compiled"), app),
             )
             for v in doc.data["validation"]
             if app.admits(v)

@@ -34,6 +34,22 @@ class Role(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class UnderCompile:
+    """What a user sees under ``torch.compile(fullgraph=True)`` where it is not eager's.
+
+    ``raises``: the error type and message (Dynamo re-raises an error of a region's
+    constructor as its own, naming the original type in the message); ``graph_break``: Dynamo
+    does not trace the call (``message``: a substring of the graph break's first line), and
+    without ``fullgraph`` the call runs eagerly.
+    """
+
+    outcome: str  # raises | graph_break
+    message: str
+    cited: str  # its public source, or that there is none and where it was seen
+    error: str | None = None  # raises: the exception type's name
+
+
+@dataclass(frozen=True)
 class EntryPointInfo:
     """One public autocast entry point of the Python surface."""
 
@@ -45,6 +61,7 @@ class EntryPointInfo:
     deprecated: bool = False  # deprecated in the release read: it must warn with ``warning``
     deprecated_in: str | None = None  # the release that deprecated it
     warning: str | None = None
+    compiled: UnderCompile | None = None  # a dtype getter Dynamo does not trace (graph_break)
 
     def bound_to(self, device: str) -> bool:
         """Bound to ``device``, or to none (then it takes the device as an argument)."""
@@ -61,6 +78,7 @@ class ArgumentCheck:
     error: str | None
     message: str | None
     source: str
+    compiled: UnderCompile | None = None  # the error under torch.compile, where not eager's
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ Each plant is a ``-p`` plugin that replaces one public entry point the way a rea
 the legacy alias ignoring ``enabled`` (PR #101052 fixed a positional ``enabled`` dropped under
 compile), and a legacy getter returning something other than the canonical dtype object
 (pytorch#65786); and a current entry point that warns as deprecated. The planted alias also
-drops the alias's deprecation warning.
+drops the alias's deprecation warning. Two compiler plants break only what a compiled function
+sees: Dynamo folding ``torch.get_autocast_dtype`` to the default dtype, and a compiled region
+that accepts the ``torch.device`` eager rejects.
 """
 
 from __future__ import annotations
@@ -52,18 +54,49 @@ def custom_bwd(*args, **kwargs):
 torch.amp.custom_bwd = custom_bwd
 """
 
-PLANTS = (WRONG_ALIAS, WRONG_GETTER, WRONG_DEPRECATION)
+WRONG_COMPILED_GETTER = """
+from torch._dynamo.variables.base import VariableTracker
+from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
+
+_call_function = TorchInGraphFunctionVariable.call_function
+
+
+def call_function(self, tx, args, kwargs):
+    if self.value is torch.get_autocast_dtype:  # planted: folded to the default dtype, not the region's
+        return VariableTracker.build(tx, torch.get_default_dtype())
+    return _call_function(self, tx, args, kwargs)
+
+
+TorchInGraphFunctionVariable.call_function = call_function
+"""
+
+WRONG_COMPILED_VALIDATION = """
+_enter_autocast = torch.amp._enter_autocast  # what a compiled region calls
+
+
+def enter_autocast(*args):
+    if isinstance(args[0], torch.device):  # planted: a compiled region accepts a torch.device
+        args = (args[0].type, *args[1:])
+    return _enter_autocast(*args)
+
+
+torch.amp._enter_autocast = enter_autocast
+"""
+
+PLANTS = (WRONG_ALIAS, WRONG_GETTER, WRONG_DEPRECATION, WRONG_COMPILED_GETTER, WRONG_COMPILED_VALIDATION)
 # what each plant breaks: the checks that must fail, nothing else
 BROKEN = (
     "alias-torch.cpu.amp.autocast-",  # every form and run: enabled is dropped
-    "getter-torch.get_autocast_cpu_dtype",
+    "getter-torch.get_autocast_cpu_dtype",  # eager, and compiled (without fullgraph: a str)
+    "getter-torch.get_autocast_dtype-compile",  # the compiled getter ignores the region
+    "argument-device_type=torch_device-compile",  # the compiled region takes a torch.device
     "entry_point-torch.amp.custom_bwd",  # a current entry point warns as deprecated
     "entry_point-torch.cpu.amp.autocast",  # the planted alias no longer warns as deprecated
 )
 
 
 def test_planted_surface_bugs_fail_their_checks(tmp_path: Path) -> None:
-    """Both plants in one run (one subprocess): each breaks its checks and no other."""
+    """All plants in one run (one subprocess): each breaks its checks and no other."""
     p, got = run_planted(
         tmp_path,
         "planted_surface",
@@ -74,7 +107,14 @@ def test_planted_surface_bugs_fail_their_checks(tmp_path: Path) -> None:
     failed = {k for k, v in got.items() if v == "failure"}
     for broken in BROKEN:
         assert any(broken in k for k in failed), (broken, summary(p))
-    assert any("alias-torch.cpu.amp.autocast-positional-disabled-compile" in k for k in failed), failed
+    for compiled in (
+        "alias-torch.cpu.amp.autocast-positional-disabled-compile",
+        "getter-torch.get_autocast_cpu_dtype-compile",
+    ):
+        assert any(compiled in k for k in failed), (compiled, failed)
+    # eager still passes where only the compiler is planted
+    for eager in ("getter-torch.get_autocast_dtype]", "argument-device_type=torch_device]"):
+        assert not any(eager in k for k in failed), (eager, failed)
     assert all(any(b in k for b in BROKEN) for k in failed), failed
     assert {v for k, v in got.items() if k not in failed} == {"passed"}, got
 

@@ -5,11 +5,15 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
 * ``alias``: each region entry point with ``alias_of: torch.autocast`` bound to the device
   under test (or to none), called positionally (its ``positional`` parameters, in order) and
   by keyword, enabled and disabled, in eager and under ``torch.compile`` (aot_eager);
-* ``argument``: each ``validation`` entry: ``torch.autocast`` given that argument;
+* ``argument``: each ``validation`` entry: ``torch.autocast`` given that argument, in eager and
+  opened inside a ``torch.compile`` (aot_eager, fullgraph) function (``-compile``);
 * ``getter``: each ``dtype_getter`` for the device (``torch.get_autocast_dtype(device)``, the
-  legacy per-device getters), inside a region of the dtype under test;
+  legacy per-device getters), inside a region of the dtype under test, in eager and from a
+  compiled (fullgraph) function the region encloses, as models ask it (``-compile``);
 * ``cache_threads``: a weight's cast cached in a region, the weight changed in place, the
-  cache cleared from another thread (each ``cache_clear`` entry point);
+  cache cleared from another thread (each ``cache_clear`` entry point). Eager only: a compiled
+  graph casts the weight on every call, without autocast's cache, so a clear has nothing to
+  clear there;
 * ``entry_point``: every entry point bound to the device (or to none), called once in the form
   of its ``role`` (``reference_impl.harness.surface.call_in_role``: a region entered; a getter
   asked, with the device unless it is bound to one; a setter given the value it holds; a
@@ -22,9 +26,13 @@ Procedure and expectation, per kind:
 
 * ``alias``: the autocast state inside the region (enabled, dtype) and the output dtype of the
   spec's probe op are ``torch.autocast(device, dtype=..., enabled=...)``'s;
-* ``argument``: it raises the declared error type with the declared message; or it warns and
-  the region stays disabled; or (dtype None) the region uses the device's default dtype;
-* ``getter``: it returns the canonical ``torch.dtype`` object (``is``, not only ``==``);
+* ``argument``: it raises the declared error type with the declared message (under compile,
+  the entry's ``compiled`` error where it states one); or it warns and the region stays
+  disabled; or (dtype None) the region uses the device's default dtype (under compile, read
+  from the probe op's output);
+* ``getter``: it returns the canonical ``torch.dtype`` object (``is``, not only ``==``); under
+  compile, where the entry states a ``compiled`` graph break, fullgraph stops there and the
+  function compiled without fullgraph gets the canonical object;
 * ``cache_threads``: the next call in the region casts the changed weight again (the clear
   reached this thread's cache);
 * ``entry_point``: it exists in this torch and runs, warning with its declared ``warning`` when
@@ -34,7 +42,6 @@ Procedure and expectation, per kind:
 
 from __future__ import annotations
 
-import enum
 import threading
 import warnings
 from collections.abc import Callable
@@ -48,10 +55,10 @@ from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.harness.devices import device_is_real
 from reference_impl.harness.samples import resolve_entry_point
 from reference_impl.harness.state import quiet
-from reference_impl.harness.surface import call_in_role
+from reference_impl.harness.surface import call_in_role, compiled_call, region_args
 
 from ..kit.case import Case
-from ..kit.verdict import Observation, not_applicable, one_line
+from ..kit.verdict import Observation, first_line, not_applicable, one_line
 from ..target import Target
 
 ALIAS = "python_surface.alias"
@@ -60,13 +67,7 @@ GETTER = "python_surface.getter"
 CACHE_THREADS = "python_surface.cache_threads"
 ENTRY_POINT = "python_surface.entry_point"
 CHECKS = (ALIAS, ARGUMENT, GETTER, CACHE_THREADS, ENTRY_POINT)
-
-
-class Form(enum.Enum):
-    """How an alias is given its arguments."""
-
-    POSITIONAL = "positional"
-    KEYWORD = "keyword"
+COMPILED = "torch.compile(backend='aot_eager', fullgraph=True)"
 
 
 def _run(compiled: bool) -> str:
@@ -78,14 +79,14 @@ class Alias:
     """A region entry point with ``alias_of: torch.autocast``, called in one form."""
 
     entry: EntryPointInfo
-    form: Form
+    positional: bool  # its arguments positionally (its ``positional`` parameters, in order), else by keyword
     enabled: bool
     compiled: bool = False  # inside a torch.compile(backend="aot_eager", fullgraph=True) function
 
     @property
     def label(self) -> str:
-        on = "enabled" if self.enabled else "disabled"
-        return f"alias-{self.entry.name}-{self.form.value}-{on}" + ("-compile" if self.compiled else "")
+        form, on = "positional" if self.positional else "keyword", "enabled" if self.enabled else "disabled"
+        return f"alias-{self.entry.name}-{form}-{on}" + ("-compile" if self.compiled else "")
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,11 @@ class Argument:
     """``torch.autocast`` given one argument of the wrong kind (a ``validation`` entry)."""
 
     check: ArgumentCheck
+    compiled: bool = False  # the region opened inside a torch.compile(fullgraph=True) function
 
     @property
     def label(self) -> str:
-        return f"argument-{self.check.argument}={self.check.value}"
+        return f"argument-{self.check.argument}={self.check.value}" + ("-compile" if self.compiled else "")
 
 
 @dataclass(frozen=True)
@@ -111,22 +113,24 @@ class OfEntry:
         return f"{self.KIND}-{self.entry.name}"
 
 
+@dataclass(frozen=True)
 class Getter(OfEntry):
     """A dtype getter asked inside a region of the dtype under test."""
 
+    compiled: bool = False  # asked by a torch.compile(fullgraph=True) function the region encloses
     KIND = "getter"
+
+    @property
+    def label(self) -> str:
+        return super().label + ("-compile" if self.compiled else "")
 
 
 class CacheThreads(OfEntry):
-    """A ``cache_clear`` entry point called from another thread."""
-
-    KIND = "cache_threads"
+    KIND = "cache_threads"  # a cache_clear entry point called from another thread
 
 
 class EntryPointCall(OfEntry):
-    """An entry point called once in the form of its role."""
-
-    KIND = "entry_point"
+    KIND = "entry_point"  # called once in the form of its role
 
 
 Variant = Alias | Argument | Getter | CacheThreads | EntryPointCall
@@ -136,15 +140,17 @@ def cases(target: Target) -> list[Case]:
     surface, device = target.spec.surface, target.device
     here = [e for e in surface.entry_points if e.bound_to(device)]
     variants: list[Variant] = [
-        Alias(e, form, enabled, compiled)
+        Alias(e, positional, enabled, compiled)
         for e in here
         if e.alias_of
-        for form in Form
+        for positional in (True, False)
         for enabled in (True, False)
         for compiled in (False, True)
     ]
-    variants += [Argument(v) for v in surface.validation]
-    variants += [Getter(e) for e in here if e.role is Role.DTYPE_GETTER]
+    variants += [Argument(v, compiled) for v in surface.validation for compiled in (False, True)]
+    variants += [
+        Getter(e, compiled) for e in here if e.role is Role.DTYPE_GETTER for compiled in (False, True)
+    ]
     variants += [CacheThreads(e) for e in here if e.role is Role.CACHE_CLEAR]
     variants += [EntryPointCall(e) for e in here]
     return [Case("python_surface", device, dtype, variant=v) for dtype in target.dtypes for v in variants]
@@ -153,34 +159,18 @@ def cases(target: Target) -> list[Case]:
 GENERATORS = {"python_surface": cases}
 
 
-def _region_args(
-    e: EntryPointInfo, device: str, dtype: torch.dtype, enabled: bool, form: Form
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The entry point's arguments for the region, positionally or by keyword."""
-    values = {"device_type": device, "dtype": dtype, "enabled": enabled, "cache_enabled": True}
-    if form is Form.POSITIONAL:
-        return tuple(values[p] for p in e.positional), {}
-    return (), {k: values[k] for k in e.positional}
-
-
-def _probe(target: Target) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.randn(4, 4, device=target.device), torch.randn(4, 4, device=target.device)
-
-
 def region_state(target: Target, make: Callable[[], Any], compiled: bool) -> str:
     """``enabled, dtype; probe op's output dtype`` inside the region ``make()`` opens."""
     device = target.device
-    a, b = _probe(target)
+    a, b = torch.randn(4, 4, device=device), torch.randn(4, 4, device=device)
 
     def body(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with make():
             return torch.mm(x, y)
 
     if compiled:
-        torch._dynamo.reset()
         with quiet():
-            out = torch.compile(body, backend="aot_eager", fullgraph=True)(a, b)
-        return f"mm -> {dtype_name(out.dtype)}"
+            return f"mm -> {dtype_name(compiled_call(body, a, b).dtype)}"
     with quiet(), make():
         on, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
         state = f"enabled {on}, dtype {dtype_name(dtype)}"
@@ -191,7 +181,7 @@ def region_state(target: Target, make: Callable[[], Any], compiled: bool) -> str
 def alias(target: Target, case: Case, v: Alias) -> Observation:
     e = v.entry
     dtype = dtype_of(case.dtype)
-    args, kwargs = _region_args(e, target.device, dtype, v.enabled, v.form)
+    args, kwargs = region_args(e, target.device, dtype, v.enabled, v.positional)
     fn = resolve_entry_point(e.name)
     expected = region_state(
         target, lambda: torch.autocast(target.device, dtype=dtype, enabled=v.enabled), v.compiled
@@ -201,14 +191,8 @@ def alias(target: Target, case: Case, v: Alias) -> Observation:
     except Exception as exc:
         observed = f"error: {one_line(exc)}"
     call = f"{e.name}({', '.join([repr(a) for a in args] + [f'{k}={w!r}' for k, w in kwargs.items()])})"
-    return Observation(
-        case,
-        ALIAS,
-        f"{call} must behave like torch.autocast ({_run(v.compiled)})",
-        expected,
-        observed,
-        facts={"called": call},
-    )
+    what = f"{call} must behave like torch.autocast ({_run(v.compiled)})"
+    return Observation(case, ALIAS, what, expected, observed, facts={"called": call})
 
 
 _VALUES: dict[str, Callable[[Target], Any]] = {
@@ -248,23 +232,49 @@ def _expected_argument(target: Target, v: ArgumentCheck) -> str:
     return f"enabled, dtype {target.device_spec.default_dtype}"
 
 
+def _under_compile(check: ArgumentCheck, compiled: bool) -> ArgumentCheck:
+    """Under compile, the error the spec's ``compiled`` states where it states one."""
+    c = check.compiled
+    if not compiled or c is None or check.outcome != "raises":
+        return check
+    return replace(check, error=c.error, message=c.message)
+
+
+def _open(kwargs: dict[str, Any], device: str, compiled: bool) -> tuple[bool, str]:
+    """Whether ``torch.autocast(**kwargs)`` is enabled, and its dtype: read inside it in eager;
+    under compile, the dtype the probe op gives inside it."""
+    if not compiled:
+        with torch.autocast(**kwargs):
+            return torch.is_autocast_enabled(device), dtype_name(torch.get_autocast_dtype(device))
+
+    def body(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
+        with torch.autocast(**kwargs):
+            return torch.mm(x, x), torch.is_autocast_enabled(device)
+
+    out, on = compiled_call(body, torch.randn(4, 4, device=device))
+    return on, dtype_name(out.dtype)
+
+
 def argument(target: Target, case: Case, v: Argument) -> Observation:
-    declared = v.check
-    name, value = declared.argument, declared.value
-    check = _device_rule(target, declared)
+    name, value = v.check.argument, v.check.value
+    check = _under_compile(_device_rule(target, v.check), v.compiled)
     kwargs: dict[str, Any] = {"device_type": target.device, "dtype": dtype_of(case.dtype)}
     kwargs[name] = _VALUES[value](target)
     expected = _expected_argument(target, check)
+    region = ", ".join(
+        f"{k}={f'torch.{w!r}' if isinstance(w, torch.device) else repr(w)}" for k, w in kwargs.items()
+    )
+    what = f"torch.autocast({name}={kwargs[name]!r}) ({_run(v.compiled)})"
+    facts = {"under compile": check.compiled.cited} if check.compiled and v.compiled else {}
+    steps = (f"{COMPILED}: def f(x): with torch.autocast({region}): return torch.mm(x, x)",) * v.compiled
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            with torch.autocast(**kwargs):
-                on = torch.is_autocast_enabled(target.device)
-                got = dtype_name(torch.get_autocast_dtype(target.device))
+            on, got = _open(kwargs, target.device, v.compiled)
         except Exception as exc:
             matches = type(exc).__name__ == check.error and (check.message or "") in str(exc)
             observed = expected if matches and check.outcome == "raises" else f"raises {one_line(exc)}"
-            return Observation(case, ARGUMENT, f"torch.autocast({name}={kwargs[name]!r})", expected, observed)
+            return Observation(case, ARGUMENT, what, expected, observed, facts=facts, steps=steps)
     if check.outcome == "warns_and_disables":
         warned = any(
             type(w.message).__name__ == check.error and (check.message or "") in str(w.message)
@@ -273,25 +283,51 @@ def argument(target: Target, case: Case, v: Argument) -> Observation:
         observed = expected if warned and not on else f"warned {warned}, enabled {on}, dtype {got}"
     else:
         observed = f"enabled, dtype {got}" if on else f"disabled, dtype {got}"
-    return Observation(case, ARGUMENT, f"torch.autocast({name}={kwargs[name]!r})", expected, observed)
+    return Observation(case, ARGUMENT, what, expected, observed, facts=facts, steps=steps)
+
+
+def _getter_compiled(
+    e: EntryPointInfo, device: str, args: tuple[Any, ...], dtype: torch.dtype, seen: Callable[[Any], str]
+) -> str:
+    """What a compiled function the region encloses gets from the getter: with fullgraph, else
+    (a graph break) the graph break and what it gets without fullgraph."""
+    fn = resolve_entry_point(e.name)
+
+    def body(x: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        return x + 1, fn(*args)
+
+    x = torch.ones(2)  # the getter's answer does not depend on where tensors live
+    with quiet(), torch.autocast(device, dtype=dtype):
+        try:
+            return seen(compiled_call(body, x)[1])
+        except torch._dynamo.exc.Unsupported as exc:
+            brk = e.compiled
+            why = f"...{brk.message}..." if brk and brk.message in str(exc) else f"({first_line(exc)[:200]})"
+            return f"graph break {why}; without fullgraph: {seen(compiled_call(body, x, fullgraph=False)[1])}"
 
 
 def getter(target: Target, case: Case, v: Getter) -> Observation:
     e = v.entry
-    fn = resolve_entry_point(e.name)
     dtype = dtype_of(case.dtype)
-    with quiet(), torch.autocast(target.device, dtype=dtype):
-        got = fn() if e.device else fn(target.device)
-    observed = (
-        f"torch.{dtype_name(dtype)} (the same object)" if got is dtype else f"{got!r} ({type(got).__name__})"
-    )
-    return Observation(
-        case,
-        GETTER,
-        f"{e.name} returns the canonical dtype object",
-        f"torch.{dtype_name(dtype)} (the same object)",
-        observed,
-    )
+    args = () if e.device else (target.device,)
+    canonical = f"torch.{dtype_name(dtype)} (the same object)"
+
+    def seen(got: Any) -> str:
+        return canonical if got is dtype else f"{got!r} ({type(got).__name__})"
+
+    brk = e.compiled if v.compiled else None
+    expected = f"graph break ...{brk.message}...; without fullgraph: {canonical}" if brk else canonical
+    if v.compiled:
+        observed = _getter_compiled(e, target.device, args, dtype, seen)
+    else:
+        with quiet(), torch.autocast(target.device, dtype=dtype):
+            observed = seen(resolve_entry_point(e.name)(*args))
+    facts = {"under compile": brk.cited} if brk else {}
+    what = f"{e.name} returns the canonical dtype object ({_run(v.compiled)})"
+    call = f"{e.name}({', '.join(map(repr, args))})"
+    region = f"torch.autocast({target.device!r}, dtype=torch.{case.dtype})"
+    steps = (f"inside {region}, {COMPILED}: def f(x): return x + 1, {call}",) * v.compiled
+    return Observation(case, GETTER, what, expected, observed, facts=facts, steps=steps)
 
 
 def cache_threads(target: Target, case: Case, v: CacheThreads) -> Observation:
@@ -306,16 +342,10 @@ def cache_threads(target: Target, case: Case, v: CacheThreads) -> Observation:
         worker.start()
         worker.join()
         after = torch.nn.functional.linear(x, w)
-    observed = (
-        "the changed weight is cast again" if not torch.equal(first, after) else "the stale cast is served"
-    )
-    return Observation(
-        case,
-        CACHE_THREADS,
-        f"{v.entry.name}() from another thread must clear this thread's casts",
-        "the changed weight is cast again",
-        observed,
-    )
+    want = "the changed weight is cast again"
+    observed = want if not torch.equal(first, after) else "the stale cast is served"
+    what = f"{v.entry.name}() from another thread must clear this thread's casts"
+    return Observation(case, CACHE_THREADS, what, want, observed)
 
 
 def entry_point(target: Target, case: Case, v: EntryPointCall) -> Observation:
@@ -352,13 +382,11 @@ def check(target: Target, case: Case) -> Observation:
             f"torch.autocast({target.device!r}) disables itself where {target.device} has no runtime "
             "(a policy-only run without the device): its Python surface is checked on the device"
         )
-    if isinstance(v, Alias):
-        return alias(target, case, v)
-    if isinstance(v, Argument):
-        return argument(target, case, v)
-    if isinstance(v, Getter):
-        return getter(target, case, v)
-    if isinstance(v, CacheThreads):
-        return cache_threads(target, case, v)
-    assert isinstance(v, EntryPointCall), v
-    return entry_point(target, case, v)
+    kinds: dict[type, Callable[..., Observation]] = {
+        Alias: alias,
+        Argument: argument,
+        Getter: getter,
+        CacheThreads: cache_threads,
+        EntryPointCall: entry_point,
+    }
+    return kinds[type(v)](target, case, v)

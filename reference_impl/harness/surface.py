@@ -1,11 +1,13 @@
-"""Calling autocast's public Python entry points (``spec/python_surface.yaml``) once each,
-the way their role uses them: a region entered, a decorator applied, a getter asked, a setter
-given the value autocast already holds (so a call changes nothing), a nesting change undone,
-``torch.library.register_autocast`` given a fresh custom op."""
+"""Calling autocast's public Python entry points (``spec/python_surface.yaml``): once each, the
+way their role uses them (a region entered, a decorator applied, a getter asked, a setter given
+the value autocast already holds so that a call changes nothing, a nesting change undone,
+``torch.library.register_autocast`` given a fresh custom op); a region's arguments in either
+form; and a function compiled afresh the way the suite compiles one (aot_eager)."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +66,23 @@ def call_in_role(e: EntryPointInfo, device: str) -> None:
         fn(*here)
     else:  # the cache's query and clear
         fn()
+
+
+def region_args(
+    e: EntryPointInfo, device: str, dtype: torch.dtype, enabled: bool, positional: bool
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A region entry point's arguments, positionally (its ``positional`` parameters, in order)
+    or by keyword."""
+    values = {"device_type": device, "dtype": dtype, "enabled": enabled, "cache_enabled": True}
+    if positional:
+        return tuple(values[p] for p in e.positional), {}
+    return (), {k: values[k] for k in e.positional}
+
+
+def compiled_call(fn: Callable[..., Any], *args: Any, fullgraph: bool = True) -> Any:
+    """``fn(*args)`` compiled afresh (``torch.compile``, backend aot_eager)."""
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="aot_eager", fullgraph=fullgraph)(*args)
 
 
 _NUMBERS = itertools.count()
