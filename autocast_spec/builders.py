@@ -24,7 +24,7 @@ from .model import (
     Rules,
     ValueDivergence,
 )
-from .surface import ArgumentCheck, EntryPointInfo, Role, Surface, UnderCompile
+from .surface import ArgumentCheck, EntryPointInfo, NotListed, Role, Surface, UnderCompile
 from .versions import Applicability, specifier_contains, version_in
 from .yaml_source import PathKey, YamlDocument
 
@@ -257,4 +257,5 @@ def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
             for v in doc.data["validation"]
             if app.admits(v)
         ),
+        not_listed=tuple(NotListed(n["name"], n["reason"]) for n in doc.data.get("not_listed") or ()),
     )

@@ -33,6 +33,11 @@ class Role(str, enum.Enum):
         return self.value
 
 
+# Roles that only read or write autocast's thread-local state for their device's key: they
+# need no runtime of that device, so every backend runs their entry_point check.
+STATE_ROLES = frozenset({Role.ENABLED_GETTER, Role.ENABLED_SETTER, Role.DTYPE_GETTER, Role.DTYPE_SETTER})
+
+
 @dataclass(frozen=True)
 class UnderCompile:
     """What a user sees under ``torch.compile(fullgraph=True)`` where it is not eager's.
@@ -82,6 +87,15 @@ class ArgumentCheck:
 
 
 @dataclass(frozen=True)
+class NotListed:
+    """A public name of torch's autocast modules that is deliberately not an entry point."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Surface:
     entry_points: tuple[EntryPointInfo, ...] = ()
     validation: tuple[ArgumentCheck, ...] = ()
+    not_listed: tuple[NotListed, ...] = ()

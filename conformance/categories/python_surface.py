@@ -14,10 +14,11 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
   cache cleared from another thread (each ``cache_clear`` entry point). Eager only: a compiled
   graph casts the weight on every call, without autocast's cache, so a clear has nothing to
   clear there;
-* ``entry_point``: every entry point bound to the device (or to none), called once in the form
-  of its ``role`` (``reference_impl.harness.surface.call_in_role``: a region entered; a getter
-  asked, with the device unless it is bound to one; a setter given the value it holds; a
-  decorator applied, with ``device_type`` unless bound).
+* ``entry_point``: every entry point bound to the device (or to none), and every legacy state
+  getter and setter of another device (they only touch that device's thread-local state),
+  called once in the form of its ``role`` (``reference_impl.harness.surface.call_in_role``: a
+  region entered; a getter asked, with the device unless it is bound to one; a setter given
+  the value it holds; a decorator applied, with ``device_type`` unless bound).
 
 Each kind's parameters are a typed variant (:class:`Alias`, :class:`Argument`, ...) holding the
 spec's own entry (``EntryPointInfo``, ``ArgumentCheck``); the test id is built from them.
@@ -50,7 +51,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from autocast_spec.surface import ArgumentCheck, EntryPointInfo, Role
+from autocast_spec.surface import STATE_ROLES, ArgumentCheck, EntryPointInfo, Role
 from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.harness.devices import device_is_real
 from reference_impl.harness.samples import resolve_entry_point
@@ -152,7 +153,9 @@ def cases(target: Target) -> list[Case]:
         Getter(e, compiled) for e in here if e.role is Role.DTYPE_GETTER for compiled in (False, True)
     ]
     variants += [CacheThreads(e) for e in here if e.role is Role.CACHE_CLEAR]
-    variants += [EntryPointCall(e) for e in here]
+    variants += [
+        EntryPointCall(e) for e in surface.entry_points if e.bound_to(device) or e.role in STATE_ROLES
+    ]
     return [Case("python_surface", device, dtype, variant=v) for dtype in target.dtypes for v in variants]
 
 
