@@ -20,6 +20,9 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
   region entered; a getter asked, with the device unless it is bound to one; a setter given
   the value it holds; a decorator applied, with ``device_type`` unless bound).
 
+Without the device's runtime (a policy-only run), only the getters and the legacy state
+entry points run: ``torch.autocast`` disables itself there.
+
 Each kind's parameters are a typed variant (:class:`Alias`, :class:`Argument`, ...) holding the
 spec's own entry (``EntryPointInfo``, ``ArgumentCheck``); the test id is built from them.
 
@@ -380,7 +383,8 @@ def entry_point(target: Target, case: Case, v: EntryPointCall) -> Observation:
 
 def check(target: Target, case: Case) -> Observation:
     v = case.variant
-    if not isinstance(v, Getter) and not device_is_real(target.device):
+    state_only = isinstance(v, Getter) or (isinstance(v, EntryPointCall) and v.entry.role in STATE_ROLES)
+    if not state_only and not device_is_real(target.device):
         not_applicable(
             f"torch.autocast({target.device!r}) disables itself where {target.device} has no runtime "
             "(a policy-only run without the device): its Python surface is checked on the device"
