@@ -12,22 +12,20 @@ from typing import Any
 from .catalog import Arg, DtypeArg, EntryPoint, KernelGap, ListArg, Literal, OpInfo, Sample, TensorArg
 from .common import SourceLoc, Tolerance, cited, frozen_map
 from .model import (
-    ArgumentCheck,
     CacheRule,
     ContextRules,
     CustomOpRules,
     Divergence,
     Eligibility,
-    EntryPointInfo,
     JitLimitation,
     KnownBug,
     Policy,
     PromoteRule,
     Rules,
-    Surface,
     ValueDivergence,
 )
-from .versions import Applicability, specifier_contains
+from .surface import ArgumentCheck, EntryPointInfo, NotListed, Role, Surface, UnderCompile
+from .versions import Applicability, specifier_contains, version_in
 from .yaml_source import PathKey, YamlDocument
 
 
@@ -229,27 +227,43 @@ def build_value_divergences(doc: YamlDocument, app: Applicability) -> list[Value
     ]
 
 
+def _under_compile(d: Mapping[str, Any] | None, app: Applicability) -> UnderCompile | None:
+    if d is None or not app.admits(d):
+        return None
+    return UnderCompile(d["outcome"], d["message"], cited(d), d.get("error"))
+
+
 def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
-    """The Python surface of the release read (``kind: surface``)."""
+    """The Python surface of the release read (``kind: surface``): an entry point is
+    ``deprecated`` from the release its ``deprecated`` names on."""
     return Surface(
         entry_points=tuple(
             EntryPointInfo(
                 name=e["name"],
-                role=e["role"],
+                role=Role(e["role"]),
                 alias_of=e.get("alias_of"),
                 device=e.get("device"),
                 positional=tuple(e.get("positional", ())),
-                deprecated=e.get("deprecated"),
+                deprecated="deprecated" in e and version_in(app.version, e["deprecated"], None),
+                deprecated_in=e.get("deprecated"),
                 warning=e.get("warning"),
+                compiled=_under_compile(e.get("compiled"), app),
             )
             for e in doc.data["entry_points"]
             if app.admits(e)
         ),
         validation=tuple(
             ArgumentCheck(
-                v["argument"], v["value"], v["outcome"], v.get("error"), v.get("message"), v["source"]
+                v["argument"],
+                v["value"],
+                v["outcome"],
+                v.get("error"),
+                v.get("message"),
+                v["source"],
+                _under_compile(v.get("compiled"), app),
             )
             for v in doc.data["validation"]
             if app.admits(v)
         ),
+        not_listed=tuple(NotListed(n["name"], n["reason"]) for n in doc.data.get("not_listed") or ()),
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from .catalog import OpInfo
 from .common import SourceLoc, Tolerance, frozen_map
+from .surface import Surface
 
 
 class Policy(str, enum.Enum):
@@ -297,38 +298,6 @@ class ValueDivergence:
 
 
 @dataclass(frozen=True)
-class EntryPointInfo:
-    """One public autocast entry point of the Python surface (``spec/python_surface.yaml``)."""
-
-    name: str  # torch.autocast, torch.get_autocast_cpu_dtype...
-    # region | enabled_getter | enabled_setter | dtype_getter | dtype_setter | available | cache | decorator
-    role: str
-    alias_of: str | None = None
-    device: str | None = None  # the device a legacy entry point or alias is bound to
-    positional: tuple[str, ...] = ()
-    deprecated: str | None = None  # the release that deprecated it
-    warning: str | None = None
-
-
-@dataclass(frozen=True)
-class ArgumentCheck:
-    """What ``torch.autocast`` does with one argument of the wrong kind."""
-
-    argument: str  # device_type | dtype | enabled
-    value: str  # torch_device | unknown_string | none | float32 | float64 | int32 | string | int
-    outcome: str  # raises | warns_and_disables | default_dtype | unsupported_dtype (the device rule)
-    error: str | None
-    message: str | None
-    source: str
-
-
-@dataclass(frozen=True)
-class Surface:
-    entry_points: tuple[EntryPointInfo, ...] = ()
-    validation: tuple[ArgumentCheck, ...] = ()
-
-
-@dataclass(frozen=True)
 class JitLimitation:
     id: str
     summary: str
@@ -366,7 +335,7 @@ class Spec:
     limitations: tuple[JitLimitation, ...] = ()
     mode_divergences: Mapping[str, ModeDivergences] = field(default_factory=frozen_map)
     value_divergences: tuple[ValueDivergence, ...] = ()
-    surface: Surface = Surface()
+    surface: Surface = field(default_factory=Surface)
     installed_torch: str = ""  # the release of the torch it was loaded for (TorchFacts.version)
 
     def __repr__(self) -> str:  # short: the full repr is megabytes, printed per traceback frame

@@ -5,26 +5,43 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
 * ``alias``: each region entry point with ``alias_of: torch.autocast`` bound to the device
   under test (or to none), called positionally (its ``positional`` parameters, in order) and
   by keyword, enabled and disabled, in eager and under ``torch.compile`` (aot_eager);
-* ``argument``: each ``validation`` entry: ``torch.autocast`` given that argument;
+* ``argument``: each ``validation`` entry: ``torch.autocast`` given that argument, in eager and
+  opened inside a ``torch.compile`` (aot_eager, fullgraph) function (``-compile``);
 * ``getter``: each ``dtype_getter`` for the device (``torch.get_autocast_dtype(device)``, the
-  legacy per-device getters), inside a region of the dtype under test;
+  legacy per-device getters), inside a region of the dtype under test, in eager and from a
+  compiled (fullgraph) function the region encloses, as models ask it (``-compile``);
 * ``cache_threads``: a weight's cast cached in a region, the weight changed in place, the
-  cache cleared from another thread (``torch.clear_autocast_cache``);
-* ``entry_point``: every entry point bound to the device (or to none), called once in the form
-  of its ``role`` (a region entered; a getter asked, with the device unless it is bound to one;
-  a setter given the value it holds; a decorator applied, with ``device_type`` unless bound).
+  cache cleared from another thread (each ``cache_clear`` entry point). Eager only: a compiled
+  graph casts the weight on every call, without autocast's cache, so a clear has nothing to
+  clear there;
+* ``entry_point``: every entry point bound to the device (or to none), and every legacy state
+  getter and setter of another device (they only touch that device's thread-local state),
+  called once in the form of its ``role`` (``reference_impl.harness.surface.call_in_role``: a
+  region entered; a getter asked, with the device unless it is bound to one; a setter given
+  the value it holds; a decorator applied, with ``device_type`` unless bound).
+
+Without the device's runtime (a policy-only run), only the getters and the legacy state
+entry points run: ``torch.autocast`` disables itself there.
+
+Each kind's parameters are a typed variant (:class:`Alias`, :class:`Argument`, ...) holding the
+spec's own entry (``EntryPointInfo``, ``ArgumentCheck``); the test id is built from them.
 
 Procedure and expectation, per kind:
 
 * ``alias``: the autocast state inside the region (enabled, dtype) and the output dtype of the
   spec's probe op are ``torch.autocast(device, dtype=..., enabled=...)``'s;
-* ``argument``: it raises the declared error type with the declared message; or it warns and
-  the region stays disabled; or (dtype None) the region uses the device's default dtype;
-* ``getter``: it returns the canonical ``torch.dtype`` object (``is``, not only ``==``);
+* ``argument``: it raises the declared error type with the declared message (under compile,
+  the entry's ``compiled`` error where it states one); or it warns and the region stays
+  disabled; or (dtype None) the region uses the device's default dtype (under compile, read
+  from the probe op's output);
+* ``getter``: it returns the canonical ``torch.dtype`` object (``is``, not only ``==``); under
+  compile, where the entry states a ``compiled`` graph break, fullgraph stops there and the
+  function compiled without fullgraph gets the canonical object;
 * ``cache_threads``: the next call in the region casts the changed weight again (the clear
   reached this thread's cache);
 * ``entry_point``: it exists in this torch and runs, warning with its declared ``warning`` when
-  ``deprecated``, and with no deprecation warning otherwise.
+  deprecated in the release the spec is read for (``deprecated`` names that release or an
+  earlier one), and with no deprecation warning otherwise.
 """
 
 from __future__ import annotations
@@ -33,17 +50,19 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from autocast_spec.model import ArgumentCheck, EntryPointInfo
+from autocast_spec.surface import STATE_ROLES, ArgumentCheck, EntryPointInfo, Role
 from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.harness.devices import device_is_real
 from reference_impl.harness.samples import resolve_entry_point
+from reference_impl.harness.state import quiet
+from reference_impl.harness.surface import call_in_role, compiled_call, region_args
 
 from ..kit.case import Case
-from ..kit.verdict import Observation, not_applicable, one_line
+from ..kit.verdict import Observation, first_line, not_applicable, one_line
 from ..target import Target
 
 ALIAS = "python_surface.alias"
@@ -52,127 +71,134 @@ GETTER = "python_surface.getter"
 CACHE_THREADS = "python_surface.cache_threads"
 ENTRY_POINT = "python_surface.entry_point"
 CHECKS = (ALIAS, ARGUMENT, GETTER, CACHE_THREADS, ENTRY_POINT)
-FORMS = ("positional", "keyword")
-RUNS = ("eager", "compile")
+COMPILED = "torch.compile(backend='aot_eager', fullgraph=True)"
+
+
+def _run(compiled: bool) -> str:
+    return "compile" if compiled else "eager"
 
 
 @dataclass(frozen=True)
-class SurfaceVariant:
-    kind: str  # alias | argument | getter | cache_threads | entry_point
-    name: str  # the entry point, or the argument and its value
-    form: str = ""  # alias: positional | keyword
-    enabled: bool = True
-    run: str = "eager"  # alias: eager | compile
+class Alias:
+    """A region entry point with ``alias_of: torch.autocast``, called in one form."""
+
+    entry: EntryPointInfo
+    positional: bool  # its arguments positionally (its ``positional`` parameters, in order), else by keyword
+    enabled: bool
+    compiled: bool = False  # inside a torch.compile(backend="aot_eager", fullgraph=True) function
 
     @property
     def label(self) -> str:
-        on = "" if self.kind != "alias" else ("-enabled" if self.enabled else "-disabled")
-        parts = [self.kind, self.name, self.form + on, "" if self.run == "eager" else self.run]
-        return "-".join(p for p in parts if p)
+        form, on = "positional" if self.positional else "keyword", "enabled" if self.enabled else "disabled"
+        return f"alias-{self.entry.name}-{form}-{on}" + ("-compile" if self.compiled else "")
 
 
-def _bound_here(e: EntryPointInfo, device: str) -> bool:
-    return e.device in (None, device)
+@dataclass(frozen=True)
+class Argument:
+    """``torch.autocast`` given one argument of the wrong kind (a ``validation`` entry)."""
+
+    check: ArgumentCheck
+    compiled: bool = False  # the region opened inside a torch.compile(fullgraph=True) function
+
+    @property
+    def label(self) -> str:
+        return f"argument-{self.check.argument}={self.check.value}" + ("-compile" if self.compiled else "")
+
+
+@dataclass(frozen=True)
+class OfEntry:
+    """A check of one entry point: the test id names the check's kind and the entry point."""
+
+    entry: EntryPointInfo
+    KIND: ClassVar[str] = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.KIND}-{self.entry.name}"
+
+
+@dataclass(frozen=True)
+class Getter(OfEntry):
+    """A dtype getter asked inside a region of the dtype under test."""
+
+    compiled: bool = False  # asked by a torch.compile(fullgraph=True) function the region encloses
+    KIND = "getter"
+
+    @property
+    def label(self) -> str:
+        return super().label + ("-compile" if self.compiled else "")
+
+
+class CacheThreads(OfEntry):
+    KIND = "cache_threads"  # a cache_clear entry point called from another thread
+
+
+class EntryPointCall(OfEntry):
+    KIND = "entry_point"  # called once in the form of its role
+
+
+Variant = Alias | Argument | Getter | CacheThreads | EntryPointCall
 
 
 def cases(target: Target) -> list[Case]:
-    surface = target.spec.surface
-    out = []
-    for dtype in target.dtypes:
-        variants = [
-            SurfaceVariant("alias", e.name, form, enabled, run)
-            for e in surface.entry_points
-            if e.alias_of and _bound_here(e, target.device)
-            for form in FORMS
-            for enabled in (True, False)
-            for run in RUNS
-        ]
-        variants += [SurfaceVariant("argument", f"{v.argument}={v.value}") for v in surface.validation]
-        variants += [
-            SurfaceVariant("getter", e.name)
-            for e in surface.entry_points
-            if e.role == "dtype_getter" and _bound_here(e, target.device)
-        ]
-        variants.append(SurfaceVariant("cache_threads", "torch.clear_autocast_cache"))
-        variants += [
-            SurfaceVariant("entry_point", e.name)
-            for e in surface.entry_points
-            if _bound_here(e, target.device)
-        ]
-        out += [Case("python_surface", target.device, dtype, variant=v) for v in variants]
-    return out
+    surface, device = target.spec.surface, target.device
+    here = [e for e in surface.entry_points if e.bound_to(device)]
+    variants: list[Variant] = [
+        Alias(e, positional, enabled, compiled)
+        for e in here
+        if e.alias_of
+        for positional in (True, False)
+        for enabled in (True, False)
+        for compiled in (False, True)
+    ]
+    variants += [Argument(v, compiled) for v in surface.validation for compiled in (False, True)]
+    variants += [
+        Getter(e, compiled) for e in here if e.role is Role.DTYPE_GETTER for compiled in (False, True)
+    ]
+    variants += [CacheThreads(e) for e in here if e.role is Role.CACHE_CLEAR]
+    variants += [
+        EntryPointCall(e) for e in surface.entry_points if e.bound_to(device) or e.role in STATE_ROLES
+    ]
+    return [Case("python_surface", device, dtype, variant=v) for dtype in target.dtypes for v in variants]
 
 
 GENERATORS = {"python_surface": cases}
 
 
-def entry(target: Target, name: str) -> EntryPointInfo:
-    return next(e for e in target.spec.surface.entry_points if e.name == name)
-
-
-def _quiet(fn: Callable[[], Any]) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn()
-
-
-def _region_args(
-    e: EntryPointInfo, device: str, dtype: torch.dtype, enabled: bool, form: str
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The entry point's arguments for the region, positionally or by keyword."""
-    values = {"device_type": device, "dtype": dtype, "enabled": enabled, "cache_enabled": True}
-    if form == "positional":
-        return tuple(values[p] for p in e.positional), {}
-    return (), {k: values[k] for k in e.positional}
-
-
-def _probe(target: Target) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.randn(4, 4, device=target.device), torch.randn(4, 4, device=target.device)
-
-
-def region_state(target: Target, make: Callable[[], Any], run: str) -> str:
+def region_state(target: Target, make: Callable[[], Any], compiled: bool) -> str:
     """``enabled, dtype; probe op's output dtype`` inside the region ``make()`` opens."""
     device = target.device
-    a, b = _probe(target)
+    a, b = torch.randn(4, 4, device=device), torch.randn(4, 4, device=device)
 
     def body(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with make():
             return torch.mm(x, y)
 
-    if run == "compile":
-        torch._dynamo.reset()
-        out = _quiet(lambda: torch.compile(body, backend="aot_eager", fullgraph=True)(a, b))
-        return f"mm -> {dtype_name(out.dtype)}"
-    with _quiet(make):
+    if compiled:
+        with quiet():
+            return f"mm -> {dtype_name(compiled_call(body, a, b).dtype)}"
+    with quiet(), make():
         on, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
         state = f"enabled {on}, dtype {dtype_name(dtype)}"
         out = torch.mm(a, b)
     return f"{state}; mm -> {dtype_name(out.dtype)}"
 
 
-def alias(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    e = entry(target, v.name)
+def alias(target: Target, case: Case, v: Alias) -> Observation:
+    e = v.entry
     dtype = dtype_of(case.dtype)
-    args, kwargs = _region_args(e, target.device, dtype, v.enabled, v.form)
+    args, kwargs = region_args(e, target.device, dtype, v.enabled, v.positional)
     fn = resolve_entry_point(e.name)
     expected = region_state(
-        target, lambda: torch.autocast(target.device, dtype=dtype, enabled=v.enabled), v.run
+        target, lambda: torch.autocast(target.device, dtype=dtype, enabled=v.enabled), v.compiled
     )
     try:
-        observed = region_state(target, lambda: fn(*args, **kwargs), v.run)
+        observed = region_state(target, lambda: fn(*args, **kwargs), v.compiled)
     except Exception as exc:
         observed = f"error: {one_line(exc)}"
     call = f"{e.name}({', '.join([repr(a) for a in args] + [f'{k}={w!r}' for k, w in kwargs.items()])})"
-    return Observation(
-        case,
-        ALIAS,
-        f"{call} must behave like torch.autocast ({v.run})",
-        expected,
-        observed,
-        facts={"called": call},
-    )
+    what = f"{call} must behave like torch.autocast ({_run(v.compiled)})"
+    return Observation(case, ALIAS, what, expected, observed, facts={"called": call})
 
 
 _VALUES: dict[str, Callable[[Target], Any]] = {
@@ -212,25 +238,49 @@ def _expected_argument(target: Target, v: ArgumentCheck) -> str:
     return f"enabled, dtype {target.device_spec.default_dtype}"
 
 
-def argument(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    name, _, value = v.name.partition("=")
-    declared = next(c for c in target.spec.surface.validation if (c.argument, c.value) == (name, value))
-    check = _device_rule(target, declared)
+def _under_compile(check: ArgumentCheck, compiled: bool) -> ArgumentCheck:
+    """Under compile, the error the spec's ``compiled`` states where it states one."""
+    c = check.compiled
+    if not compiled or c is None or check.outcome != "raises":
+        return check
+    return replace(check, error=c.error, message=c.message)
+
+
+def _open(kwargs: dict[str, Any], device: str, compiled: bool) -> tuple[bool, str]:
+    """Whether ``torch.autocast(**kwargs)`` is enabled, and its dtype: read inside it in eager;
+    under compile, the dtype the probe op gives inside it."""
+    if not compiled:
+        with torch.autocast(**kwargs):
+            return torch.is_autocast_enabled(device), dtype_name(torch.get_autocast_dtype(device))
+
+    def body(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
+        with torch.autocast(**kwargs):
+            return torch.mm(x, x), torch.is_autocast_enabled(device)
+
+    out, on = compiled_call(body, torch.randn(4, 4, device=device))
+    return on, dtype_name(out.dtype)
+
+
+def argument(target: Target, case: Case, v: Argument) -> Observation:
+    name, value = v.check.argument, v.check.value
+    check = _under_compile(_device_rule(target, v.check), v.compiled)
     kwargs: dict[str, Any] = {"device_type": target.device, "dtype": dtype_of(case.dtype)}
     kwargs[name] = _VALUES[value](target)
     expected = _expected_argument(target, check)
+    region = ", ".join(
+        f"{k}={f'torch.{w!r}' if isinstance(w, torch.device) else repr(w)}" for k, w in kwargs.items()
+    )
+    what = f"torch.autocast({name}={kwargs[name]!r}) ({_run(v.compiled)})"
+    facts = {"under compile": check.compiled.cited} if check.compiled and v.compiled else {}
+    steps = (f"{COMPILED}: def f(x): with torch.autocast({region}): return torch.mm(x, x)",) * v.compiled
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            with torch.autocast(**kwargs):
-                on = torch.is_autocast_enabled(target.device)
-                got = dtype_name(torch.get_autocast_dtype(target.device))
+            on, got = _open(kwargs, target.device, v.compiled)
         except Exception as exc:
             matches = type(exc).__name__ == check.error and (check.message or "") in str(exc)
             observed = expected if matches and check.outcome == "raises" else f"raises {one_line(exc)}"
-            return Observation(case, ARGUMENT, f"torch.autocast({name}={kwargs[name]!r})", expected, observed)
+            return Observation(case, ARGUMENT, what, expected, observed, facts=facts, steps=steps)
     if check.outcome == "warns_and_disables":
         warned = any(
             type(w.message).__name__ == check.error and (check.message or "") in str(w.message)
@@ -239,30 +289,54 @@ def argument(target: Target, case: Case) -> Observation:
         observed = expected if warned and not on else f"warned {warned}, enabled {on}, dtype {got}"
     else:
         observed = f"enabled, dtype {got}" if on else f"disabled, dtype {got}"
-    return Observation(case, ARGUMENT, f"torch.autocast({name}={kwargs[name]!r})", expected, observed)
+    return Observation(case, ARGUMENT, what, expected, observed, facts=facts, steps=steps)
 
 
-def getter(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    e = entry(target, v.name)
+def _getter_compiled(
+    e: EntryPointInfo, device: str, args: tuple[Any, ...], dtype: torch.dtype, seen: Callable[[Any], str]
+) -> str:
+    """What a compiled function the region encloses gets from the getter: with fullgraph, else
+    (a graph break) the graph break and what it gets without fullgraph."""
     fn = resolve_entry_point(e.name)
+
+    def body(x: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        return x + 1, fn(*args)
+
+    x = torch.ones(2)  # the getter's answer does not depend on where tensors live
+    with quiet(), torch.autocast(device, dtype=dtype):
+        try:
+            return seen(compiled_call(body, x)[1])
+        except torch._dynamo.exc.Unsupported as exc:
+            brk = e.compiled
+            why = f"...{brk.message}..." if brk and brk.message in str(exc) else f"({first_line(exc)[:200]})"
+            return f"graph break {why}; without fullgraph: {seen(compiled_call(body, x, fullgraph=False)[1])}"
+
+
+def getter(target: Target, case: Case, v: Getter) -> Observation:
+    e = v.entry
     dtype = dtype_of(case.dtype)
-    with _quiet(lambda: torch.autocast(target.device, dtype=dtype)):
-        got = _quiet(lambda: fn() if e.device else fn(target.device))
-    observed = (
-        f"torch.{dtype_name(dtype)} (the same object)" if got is dtype else f"{got!r} ({type(got).__name__})"
-    )
-    return Observation(
-        case,
-        GETTER,
-        f"{e.name} returns the canonical dtype object",
-        f"torch.{dtype_name(dtype)} (the same object)",
-        observed,
-    )
+    args = () if e.device else (target.device,)
+    canonical = f"torch.{dtype_name(dtype)} (the same object)"
+
+    def seen(got: Any) -> str:
+        return canonical if got is dtype else f"{got!r} ({type(got).__name__})"
+
+    brk = e.compiled if v.compiled else None
+    expected = f"graph break ...{brk.message}...; without fullgraph: {canonical}" if brk else canonical
+    if v.compiled:
+        observed = _getter_compiled(e, target.device, args, dtype, seen)
+    else:
+        with quiet(), torch.autocast(target.device, dtype=dtype):
+            observed = seen(resolve_entry_point(e.name)(*args))
+    facts = {"under compile": brk.cited} if brk else {}
+    what = f"{e.name} returns the canonical dtype object ({_run(v.compiled)})"
+    call = f"{e.name}({', '.join(map(repr, args))})"
+    region = f"torch.autocast({target.device!r}, dtype=torch.{case.dtype})"
+    steps = (f"inside {region}, {COMPILED}: def f(x): return x + 1, {call}",) * v.compiled
+    return Observation(case, GETTER, what, expected, observed, facts=facts, steps=steps)
 
 
-def cache_threads(target: Target, case: Case) -> Observation:
+def cache_threads(target: Target, case: Case, v: CacheThreads) -> Observation:
     """A cast cached in a region, the weight changed in place, the cache cleared by another thread."""
     x = torch.randn(4, 4, device=target.device)
     w = torch.randn(4, 4, device=target.device, requires_grad=True)
@@ -270,65 +344,27 @@ def cache_threads(target: Target, case: Case) -> Observation:
         first = torch.nn.functional.linear(x, w)
         with torch.no_grad():
             w.add_(1.0)
-        worker = threading.Thread(target=torch.clear_autocast_cache)
+        worker = threading.Thread(target=resolve_entry_point(v.entry.name))
         worker.start()
         worker.join()
         after = torch.nn.functional.linear(x, w)
-    observed = (
-        "the changed weight is cast again" if not torch.equal(first, after) else "the stale cast is served"
-    )
-    return Observation(
-        case,
-        CACHE_THREADS,
-        "torch.clear_autocast_cache() from another thread must clear this thread's casts",
-        "the changed weight is cast again",
-        observed,
-    )
+    want = "the changed weight is cast again"
+    observed = want if not torch.equal(first, after) else "the stale cast is served"
+    what = f"{v.entry.name}() from another thread must clear this thread's casts"
+    return Observation(case, CACHE_THREADS, what, want, observed)
 
 
-@dataclass(frozen=True)
-class _State:
-    """Autocast's state for the device, read before an entry point is called (a setter gets it)."""
-
-    enabled: bool
-    dtype: torch.dtype
-    cache_enabled: bool
-
-
-def _call_in_role(e: EntryPointInfo, fn: Any, device: str, state: _State) -> None:
-    """Call ``fn`` once as its role uses it; a setter is given the value autocast holds."""
-    here: tuple[Any, ...] = () if e.device else (device,)
-    if e.role == "region":
-        with fn(*here):
-            pass
-    elif e.role == "decorator":
-        fn(lambda *args: args, **({} if e.device else {"device_type": device}))
-    elif e.role == "enabled_setter":
-        fn(*here, state.enabled)
-    elif e.role == "dtype_setter":
-        fn(*here, state.dtype)
-    elif e.role == "cache" and e.name.rpartition(".")[2].startswith("set_"):
-        fn(state.cache_enabled)
-    elif e.role == "available":
-        fn(device)
-    else:  # getters, the cache's query and clear
-        fn(*(here if e.role.endswith("getter") else ()))
-
-
-def entry_point(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    e = entry(target, v.name)
+def entry_point(target: Target, case: Case, v: EntryPointCall) -> Observation:
+    e = v.entry
     device = target.device
-    state = _State(
-        torch.is_autocast_enabled(device), torch.get_autocast_dtype(device), torch.is_autocast_cache_enabled()
-    )
+    if e.role is Role.REGISTRATION and device not in target.spec.rules.custom_ops.register_autocast_devices:
+        not_applicable(f"rules.custom_ops.register_autocast_devices does not name {device}")
     expected = f"runs, warns {e.warning}" if e.deprecated else "runs, no deprecation warning"
     error: str | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            _call_in_role(e, resolve_entry_point(e.name), device, state)
+            call_in_role(e, device)
         except Exception as exc:
             error = one_line(exc)
     deprecations = [w for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning))]
@@ -341,17 +377,23 @@ def entry_point(target: Target, case: Case) -> Observation:
         observed = f"runs, warns {deprecations[0].category.__name__}: {str(deprecations[0].message)[:200]}"
     else:
         observed = expected
-    role = e.role + (f", deprecated in {e.deprecated}" if e.deprecated else "")
+    role = e.role.value + (f", deprecated in {e.deprecated_in}" if e.deprecated else "")
     return Observation(case, ENTRY_POINT, f"{e.name} ({role}) called once", expected, observed)
 
 
 def check(target: Target, case: Case) -> Observation:
     v = case.variant
-    assert isinstance(v, SurfaceVariant)
-    if v.kind != "getter" and not device_is_real(target.device):
+    state_only = isinstance(v, Getter) or (isinstance(v, EntryPointCall) and v.entry.role in STATE_ROLES)
+    if not state_only and not device_is_real(target.device):
         not_applicable(
             f"torch.autocast({target.device!r}) disables itself where {target.device} has no runtime "
             "(a policy-only run without the device): its Python surface is checked on the device"
         )
-    kinds = {"alias": alias, "argument": argument, "getter": getter, "cache_threads": cache_threads}
-    return {**kinds, "entry_point": entry_point}[v.kind](target, case)
+    kinds: dict[type, Callable[..., Observation]] = {
+        Alias: alias,
+        Argument: argument,
+        Getter: getter,
+        CacheThreads: cache_threads,
+        EntryPointCall: entry_point,
+    }
+    return kinds[type(v)](target, case, v)
