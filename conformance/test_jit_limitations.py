@@ -1,5 +1,5 @@
 """Each limitation in spec/jit.yaml, reproduced by its scenario and checked against the entry
-(conformance/modes/scenarios/)."""
+(conformance/modes/scenarios/); compile scenarios with ``--compile-backend`` (default aot_eager)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from conformance.kit.verdict import expect
 from conformance.modes import scenarios
+from conformance.modes.plugin import compile_backend
 from conformance.session import target_of
 from conformance.target import Target
 
@@ -18,5 +19,5 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("lim_id", scenarios.limitation_ids(target_of(metafunc.config).spec))
 
 
-def test_limitation(lim_id: str, target: Target) -> None:
-    expect(target, scenarios.limitation(target, lim_id))
+def test_limitation(lim_id: str, target: Target, request: pytest.FixtureRequest) -> None:
+    expect(target, scenarios.limitation(target, lim_id, compile_backend(request.config)))

@@ -1,10 +1,18 @@
-"""--mode compile fails a compiler backend that drops autocast's casts (a planted pass), and
---mode aoti an AOTInductor that ignores the autocast region.
+"""--mode compile fails a compiler backend that drops autocast's casts (a planted pass), the
+inductor mode's emulated-precision pass an inductor that drops a rounding cast, --mode export
+an export that drops the autocast region or a program that runs it disabled, and --mode aoti an
+AOTInductor that ignores the autocast region.
 
 A ``-p`` plugin registers a ``torch.compile`` backend, ``dropcast``: AOTAutograd with a
 forward compiler that removes every cast to a lower-precision dtype from the graph (the
 kind of fusion bug that computes ``op(float32 inputs)`` where eager computes
 ``op(rounded inputs)``). The batched compile mode must fail the ops it breaks, per op.
+Another installs an inductor post-grad pass that moves autocast's input casts to the results
+(``round(op(x))`` instead of ``op(round(x))``): the dtypes stay right, only values change, and
+the ``emulate_precision_casts`` pass, which holds inductor to eager's bits, must fail.
+Two more break export: ``torch.export.export`` inlining the ``wrap_with_autocast`` region's
+body (what an importer that inlines the HOP does), and ``ExportedProgram.module()`` running
+every region disabled.
 Another replaces ``torch._inductor.aoti_compile_and_package`` by one that compiles the
 exported program with every autocast region disabled: the package runs the ops uncast.
 """
@@ -15,6 +23,8 @@ import subprocess
 from pathlib import Path
 
 from helpers.suite_runs import run_planted, run_suite, summary
+
+MODE_TEST = "conformance.test_modes::test_mode_matches_eager[{}]"
 
 DROPCAST = """
 import torch
@@ -65,6 +75,156 @@ def test_a_compiler_that_drops_casts_fails_the_compile_mode(tmp_path: Path) -> N
     # the hint names the file a compiler's divergences belong in, with the backend it holds for
     assert "add to spec/compiled.yaml mode_divergences.compile: {op: aten::mm" in p.stdout, summary(p)
     assert "backend: dropcast," in p.stdout, summary(p)
+
+
+DROP_ROUNDING = """
+import torch
+import torch._inductor.config as inductor_config
+from torch._guards import detect_fake_mode
+from torch._inductor.custom_graph_pass import CustomGraphPass
+from torch.fx.node import map_arg
+
+LOWER = (torch.bfloat16, torch.float16)
+CONVERT = torch.ops.prims.convert_element_type.default
+
+
+class DropRounding(CustomGraphPass):
+    # autocast's input casts dropped and the results cast instead: round(op(x)), not op(round(x))
+
+    def __call__(self, graph):
+        dtypes = {n: n.meta["val"].dtype for n in graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
+        for node in list(graph.nodes):
+            if node.target is CONVERT and node.args[1] in LOWER and dtypes.get(node.args[0]) == torch.float32:
+                node.replace_all_uses_with(node.args[0])
+                graph.erase_node(node)
+        out = graph.output_node()
+        with detect_fake_mode([n.meta.get("val") for n in graph.nodes]):
+            for node in graph.nodes:  # what each node computes now
+                if node.op == "call_function":
+                    args, kwargs = map_arg((node.args, node.kwargs), lambda n: n.meta["val"])
+                    node.meta["val"] = node.target(*args, **kwargs)
+            results = []
+            for r in out.args[0]:  # each result back in the dtype it had
+                if isinstance(r, torch.fx.Node) and r in dtypes and r.meta["val"].dtype != dtypes[r]:
+                    with graph.inserting_before(out):
+                        cast = graph.call_function(CONVERT, (r, dtypes[r]))
+                    cast.meta["val"] = CONVERT(r.meta["val"], dtypes[r])
+                    r = cast
+                results.append(r)
+        out.args = (tuple(results),)
+
+    def uuid(self):
+        return "planted-drop-rounding"
+
+
+inductor_config.post_grad_custom_post_pass = DropRounding()
+"""
+
+
+def test_an_inductor_pass_that_drops_a_rounding_cast_fails_the_emulated_pass(tmp_path: Path) -> None:
+    """linalg_vecdot (decomposed: a multiply and a sum) in bfloat16: with float32 inputs the
+    pass drops the input casts and rounds the sum; lower inputs have no cast to drop."""
+    args = ("--mode", "compile", "--compile-backend", "inductor", "--op", "aten::linalg_vecdot")
+    select = ("-k", "test_mode_matches_eager and emulate_precision_casts")
+    clean = run_suite("--backend", "cpu", "--dtype", "bfloat16", "-m", "mode_check", *args, *select)
+    assert clean.returncode == 0 and "2 passed" in clean.stdout, summary(clean)
+    p, got = planted_mode_checks(tmp_path, "planted_rounding", DROP_ROUNDING, *args, *select)
+    test = MODE_TEST.format("compile-emulate_precision_casts-aten::linalg_vecdot-bfloat16-{}")
+    assert got == {test.format("float32"): "failure", test.format("lower"): "passed"}, got
+    assert "values differ (max abs error 0.0176, bound bitwise)" in p.stdout, summary(p)
+    assert "other output dtypes" not in p.stdout, summary(p)  # the dtypes stay right
+
+
+INLINED_REGION = """
+import torch
+import torch.export
+
+REAL = torch.export.export
+
+
+def inline_regions(gm):
+    # each wrap_with_autocast(device, dtype, enabled, cache, body, *inputs) replaced by its body
+    graph = gm.graph
+    for hop in [n for n in graph.nodes if getattr(n.target, "__name__", "") == "wrap_with_autocast"]:
+        body = getattr(gm, hop.args[4].target)
+        env = dict(zip([n for n in body.graph.nodes if n.op == "placeholder"], hop.args[5:]))
+        with graph.inserting_before(hop):
+            for n in body.graph.nodes:
+                if n.op == "output":
+                    results = torch.fx.node.map_arg(n.args[0], lambda x: env[x])
+                elif n.op != "placeholder":
+                    env[n] = graph.node_copy(n, lambda x: env[x])
+        for user in list(hop.users):  # getitem(hop, i)
+            user.replace_all_uses_with(results[user.args[1]])
+            graph.erase_node(user)
+        graph.erase_node(hop)
+    graph.eliminate_dead_code()
+    gm.recompile()
+
+
+def stripping(*args, **kwargs):
+    ep = REAL(*args, **kwargs)
+    inline_regions(ep.graph_module)
+    return ep
+
+
+torch.export.export = stripping
+"""
+
+REGIONS_DISABLED = """
+import torch
+import torch.export
+
+REAL = torch.export.ExportedProgram.module
+
+
+def ignoring_regions(self, *args, **kwargs):
+    gm = REAL(self, *args, **kwargs)
+    for m in gm.modules():
+        if isinstance(m, torch.fx.GraphModule):
+            for n in m.graph.nodes:  # wrap_with_autocast(device, dtype, enabled, ...)
+                if getattr(n.target, "__name__", "") == "wrap_with_autocast":
+                    n.args = (*n.args[:2], False, *n.args[3:])
+            m.recompile()
+    return gm
+
+
+torch.export.ExportedProgram.module = ignoring_regions
+"""
+
+EXPORT_MM = ("--mode", "export", "--op", "aten::mm", "-k", "test_mode_matches_eager")
+
+
+def _failed_export_mm(got: dict[str, str]) -> set[tuple[str, str]]:
+    """aten::mm's failed export checks, as (pass, inputs); the four checks must all have run."""
+    runs = {
+        (pass_, inputs): got.get(MODE_TEST.format(f"{pass_}-aten::mm-bfloat16-{inputs}"), "missing")
+        for pass_ in ("export", "export-decomposed")
+        for inputs in ("float32", "lower")
+    }
+    assert set(runs.values()) <= {"passed", "failure"}, got
+    return {k for k, v in runs.items() if v == "failure"}
+
+
+def test_an_export_that_drops_the_autocast_region_fails_the_export_mode(tmp_path: Path) -> None:
+    clean = run_suite("--backend", "cpu", "--dtype", "bfloat16", "-m", "mode_check", *EXPORT_MM)
+    assert clean.returncode == 0 and "4 passed" in clean.stdout, summary(clean)
+    p, got = planted_mode_checks(tmp_path, "planted_export", INLINED_REGION, *EXPORT_MM)
+    # no region: the program's outputs are computed outside any HOP (both input kinds), and the
+    # op stays float32 with float32 inputs, in ep.module() and after run_decompositions()
+    failed = {("export", "float32"), ("export", "lower"), ("export-decomposed", "float32")}
+    assert _failed_export_mm(got) == failed, got
+    assert "is computed outside any wrap_with_autocast region" in p.stdout, summary(p)
+    assert "add to spec/compiled.yaml mode_divergences.export: {op: aten::mm" in p.stdout, summary(p)
+
+
+def test_a_program_that_runs_its_regions_disabled_fails_the_export_mode(tmp_path: Path) -> None:
+    p, got = planted_mode_checks(tmp_path, "planted_module", REGIONS_DISABLED, *EXPORT_MM)
+    # the HOP is in the graph as exported, but ep.module() (which run_decompositions() traces
+    # too) runs it disabled: float32 inputs stay float32; lower inputs need no cast
+    assert _failed_export_mm(got) == {("export", "float32"), ("export-decomposed", "float32")}, got
+    assert "add to spec/compiled.yaml mode_divergences.export: {op: aten::mm" in p.stdout, summary(p)
+    assert "outside any wrap_with_autocast region" not in p.stdout, summary(p)  # the graph is right
 
 
 NOREGION = """

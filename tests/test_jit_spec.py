@@ -81,7 +81,7 @@ def _verdict(
         "differs",
         eager,
         observed,
-        declared=ops.declaration(mc, declared),
+        declared=ops.declaration(mc, declared, mode_run.DEFAULT_COMPILE_BACKEND),
     )
     try:
         expect(SimpleNamespace(device="cpu", spec=spec, device_spec=spec.devices["cpu"]), seen)  # type: ignore[arg-type]

@@ -52,14 +52,14 @@ def run_suite(
 
 
 def run_planted(
-    tmp_path: Path, plugin: str, source: str, *args: str
+    tmp_path: Path, plugin: str, source: str, *args: str, paths: Sequence[str] = ("conformance",)
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
-    """The suite with ``source`` (a deviation: a wrong kernel, compiler or alias) written to
-    ``tmp_path/<plugin>.py`` and loaded with ``-p plugin``; the run and its outcomes."""
+    """The suite (``paths``) with ``source`` (a deviation: a wrong kernel, compiler or alias)
+    written to ``tmp_path/<plugin>.py`` and loaded with ``-p plugin``; the run and its outcomes."""
     (tmp_path / f"{plugin}.py").write_text(textwrap.dedent(source))
     xml = tmp_path / f"{plugin}.xml"
     path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
-    p = run_suite(*args, "-p", plugin, f"--junitxml={xml}", env_extra={"PYTHONPATH": path})
+    p = run_suite(*args, "-p", plugin, f"--junitxml={xml}", env_extra={"PYTHONPATH": path}, paths=paths)
     return p, outcomes(xml) if xml.exists() else {}
 
 

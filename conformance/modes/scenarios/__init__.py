@@ -6,15 +6,17 @@ Procedure: the scenario runs on CPU autocast (bfloat16), which every torch build
 Expectation: what it observes is what the entry says (``expect``, the error's message,
 the outputs that differ from eager autocast, a second call's outcome).
 
-The scenarios live in :mod:`.script`, :mod:`.trace` and :mod:`.compiled` (shared parts:
-:mod:`.core`); importing this package registers them all. :func:`run` runs one with its
+The scenarios live in :mod:`.script`, :mod:`.trace`, :mod:`.compiled` and :mod:`.exported`
+(shared parts: :mod:`.core`); importing this package registers them all. The compile
+scenarios run with the run's ``--compile-backend`` (default ``aot_eager``). :func:`run` runs one with its
 spec entry, leaving the autocast state and the JIT pass setting as found, and checks that the scenario and the
 entry fit: the outputs match ``observes`` one to one, and an entry's ``observes`` is used
 by its scenario. ``conformance/test_jit_limitations.py`` compares the observation with
 the entry.
 
 Reproduce one: ``python -c "from conformance.modes import scenarios as s; print(s.run('ID'))"``
-(the bundled spec; ``run('ID', spec)`` for another).
+(the bundled spec; ``run('ID', spec)`` for another, ``run('ID', backend='inductor')`` for another
+``torch.compile`` backend).
 """
 
 from __future__ import annotations
@@ -28,27 +30,30 @@ from reference_impl.spectools.installed_spec import load_installed_spec
 from ...kit.case import Case
 from ...kit.verdict import Observation
 from ...target import Target
-from . import compiled, script, trace
+from ..run import DEFAULT_COMPILE_BACKEND
+from . import compiled, exported, script, trace
 from .core import DEVICE, SCENARIOS, ScenarioBug, ScenarioOutcome, Setting, eager_autocast
 
-MODULES = (script, trace, compiled)  # imported for their @scenario registrations
+MODULES = (script, trace, compiled, exported)  # imported for their @scenario registrations
 LIMITATION = "jit.limitation"
-REPRODUCE = "python -c \"from conformance.modes import scenarios as s; print(s.run('{id}'))\""
+REPRODUCE = "python -c \"from conformance.modes import scenarios as s; print(s.run('{id}'{more}))\""
 
 
 def scenario_ids() -> tuple[str, ...]:
     return tuple(SCENARIOS)
 
 
-def run(limitation_id: str, spec: Spec | None = None) -> ScenarioOutcome:
-    """Run one scenario with its entry of ``spec`` (default: the bundled spec), leaving
-    autocast state and the JIT pass setting as found. Raises :class:`ScenarioBug` where the
-    scenario and its entry do not fit together."""
+def run(
+    limitation_id: str, spec: Spec | None = None, backend: str = DEFAULT_COMPILE_BACKEND
+) -> ScenarioOutcome:
+    """Run one scenario with its entry of ``spec`` (default: the bundled spec) and ``backend``
+    for ``torch.compile``, leaving autocast state and the JIT pass setting as found. Raises
+    :class:`ScenarioBug` where the scenario and its entry do not fit together."""
     spec = spec if spec is not None else load_installed_spec()
     entry = next((lim for lim in spec.limitations if lim.id == limitation_id), None)
     if entry is None:
         raise ScenarioBug(f"spec/jit.yaml has no limitation {limitation_id!r}")
-    ctx = Setting(entry, spec)
+    ctx = Setting(entry, spec, backend)
     pass_before = torch._C._jit_set_autocast_mode(True)
     torch._C._jit_set_autocast_mode(pass_before)
     try:
@@ -94,11 +99,12 @@ def mismatch(lim: JitLimitation, obs: ScenarioOutcome) -> list[str]:
     return out
 
 
-def limitation(target: Target, lim_id: str) -> Observation:
-    """The scenario of ``lim_id`` against its spec entry."""
+def limitation(target: Target, lim_id: str, backend: str = DEFAULT_COMPILE_BACKEND) -> Observation:
+    """The scenario of ``lim_id`` against its spec entry (compile scenarios: with ``backend``)."""
     case = Case("jit", DEVICE)
     entry = next((lim for lim in target.spec.limitations if lim.id == lim_id), None)
-    reproduce = REPRODUCE.format(id=lim_id)
+    more = "" if backend == DEFAULT_COMPILE_BACKEND else f", backend={backend!r}"
+    reproduce = REPRODUCE.format(id=lim_id, more=more)
     if entry is None:
         return Observation(
             case,
@@ -114,14 +120,14 @@ def limitation(target: Target, lim_id: str) -> Observation:
             case,
             LIMITATION,
             f"{entry.loc}: limitation {lim_id!r} has no scenario: add @scenario({lim_id!r}) "
-            "to conformance/modes/scenarios/script.py, trace.py or compiled.py",
+            "to conformance/modes/scenarios/script.py, trace.py, compiled.py or exported.py",
             "a scenario",
             "none",
             reproduce=reproduce,
         )
     try:
         with eager_autocast(target.autocast_impl):
-            obs = run(lim_id, target.spec)
+            obs = run(lim_id, target.spec, backend)
     except ScenarioBug as bug:
         return Observation(
             case,

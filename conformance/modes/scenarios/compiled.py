@@ -1,4 +1,5 @@
-"""torch.compile scenarios (backend aot_eager: no C++ toolchain) and torch.export ones. See :mod:`.core`."""
+"""torch.compile scenarios, with the run's backend (``Setting.backend``: ``--compile-backend``,
+default aot_eager, which needs no C++ toolchain). See :mod:`.core`."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import torch
 
 from reference_impl.engine.dtypes import dtype_name
 
-from ..run import Region
 from .core import DEVICE, Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario, values
 
 
-def _compiled(fn: Callable[..., Any], fullgraph: bool = False) -> Callable[..., Any]:
-    return torch.compile(fn, backend="aot_eager", fullgraph=fullgraph)
+def _compiled(ctx: Setting, fn: Callable[..., Any], fullgraph: bool = False) -> Callable[..., Any]:
+    return torch.compile(fn, backend=ctx.backend, fullgraph=fullgraph)
 
 
 @scenario("compile-with-autocast-as")
@@ -35,7 +35,7 @@ def _compile_with_as(ctx: Setting) -> ScenarioOutcome:
             return torch.mm(x.float(), b)
 
     a, b = mats()
-    c = _compiled(fn)
+    c = _compiled(ctx, fn)
     return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(reentered(a, b)), ctx.without_region(a.dtype))
 
 
@@ -46,7 +46,7 @@ def _compile_nonconstant(ctx: Setting) -> ScenarioOutcome:
             return torch.mm(a, b)
 
     a, b = mats()
-    c = _compiled(fn)
+    c = _compiled(ctx, fn)
     return run_twice(
         lambda: ctx.outputs((c(a, b, True), c(a, b, False))),
         ctx.outputs((fn(a, b, True), fn(a, b, False))),
@@ -61,7 +61,7 @@ def _compile_decorated(ctx: Setting) -> ScenarioOutcome:
         return torch.mm(a, b)
 
     a, b = mats()
-    c = _compiled(fn, fullgraph=True)
+    c = _compiled(ctx, fn, fullgraph=True)
     return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
 
 
@@ -72,7 +72,7 @@ def _compile_off_under_eager(ctx: Setting) -> ScenarioOutcome:
             return torch.mm(a, b)
 
     a, b = mats()
-    c = _compiled(fn)
+    c = _compiled(ctx, fn)
     with ac():
         eager = ctx.outputs(fn(a, b))
         return run_twice(lambda: ctx.outputs(c(a, b)), eager, ctx.under_outer_autocast(a.dtype))
@@ -95,7 +95,7 @@ def _compile_exception(ctx: Setting) -> ScenarioOutcome:
             return x
 
     a, b = mats()
-    c = _compiled(fn)
+    c = _compiled(ctx, fn)
 
     def state() -> Outputs:
         return values(
@@ -125,27 +125,33 @@ def _compile_graph_break(ctx: Setting) -> ScenarioOutcome:
         return x, y, torch.mm(a, b)
 
     a, b = mats()
-    c = _compiled(fn)
+    c = _compiled(ctx, fn)
     return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
 
 
 @scenario("compile-nested-regions")
 def _compile_nested(ctx: Setting) -> ScenarioOutcome:
-    """Regions nested in one compiled graph: a disabled one and one of another dtype inside an
-    enabled one, then the outer region again."""
+    """Regions nested in one compiled graph, each op with a float32 bias (pytorch#121631:
+    "invalid dtype for bias" under inductor): a disabled region and one of another dtype inside
+    an enabled one (fed the outer region's result), then the outer region again."""
 
-    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def fn(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        linear = torch.nn.functional.linear
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
-            x = torch.mm(a, b)
+            x = linear(a, w, bias)
             with torch.autocast(device_type="cpu", enabled=False):
-                y = torch.mm(a, b)
+                y = linear(a, w, bias)
             with torch.autocast(device_type="cpu", dtype=REGION):
-                w = torch.mm(a, b)
-            return x, y, w, torch.mm(a, b)
+                z = linear(x, w, bias)
+                v = torch.addmm(bias, a, w)
+            return x, y, z, v, linear(z, w, bias)
 
-    a, b = mats()
-    c = _compiled(fn, fullgraph=True)
-    return run_twice(lambda: ctx.outputs(c(a, b)), ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))
+    a, w, m = mats(3)
+    bias = m[0]
+    c = _compiled(ctx, fn, fullgraph=True)
+    return run_twice(
+        lambda: ctx.outputs(c(a, w, bias)), ctx.outputs(fn(a, w, bias)), ctx.without_region(a.dtype)
+    )
 
 
 @scenario("compile-dynamic-shapes")
@@ -160,7 +166,7 @@ def _compile_dynamic(ctx: Setting) -> ScenarioOutcome:
             return x, torch.mm(a, b)
 
     small, big = mats(), mats(n=2, size=6)
-    c = torch.compile(fn, backend="aot_eager", dynamic=True)
+    c = torch.compile(fn, backend=ctx.backend, dynamic=True)
     with ac():
         eager = ctx.outputs(fn(*small) + fn(*big))
         return run_twice(
@@ -184,25 +190,6 @@ def _compile_reused(ctx: Setting) -> ScenarioOutcome:
             return inside, outside, f(a, b)
 
     a, b = mats()
-    c = _compiled(fn)
+    c = _compiled(ctx, fn)
     eager = ctx.outputs(calls(fn, a, b))
     return run_twice(lambda: ctx.outputs(calls(c, a, b)), eager, ctx.without_region(a.dtype))
-
-
-@scenario("export-decomposed-composites")
-def _export_composites(ctx: Setting) -> ScenarioOutcome:
-    """torch.export keeps composite (CompositeImplicitAutograd) ops whole inside the region;
-    run_decompositions() then decomposes them: their inner ops must still be autocast (the
-    CPU lists name matmul, not einsum or tensordot, whose decompositions call bmm/mm)."""
-
-    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
-            return torch.matmul(a, b), torch.einsum("ij,jk->ik", a, b), torch.tensordot(a, b, dims=1)
-
-    a, b = mats()
-
-    def exported() -> Outputs:
-        ep = torch.export.export(Region(fn), (a, b), strict=False)
-        return ctx.outputs(ep.run_decompositions().module()(a, b))
-
-    return run_twice(exported, ctx.outputs(fn(a, b)), ctx.without_region(a.dtype))

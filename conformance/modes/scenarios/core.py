@@ -12,7 +12,9 @@ observation with the spec entry.
 What a scenario checks against comes from the spec, through the :class:`Setting` it is
 given: its outputs are labelled with the entry's ``observes`` ops (so a new divergence
 shows up as a failure, not a pass), and the outputs it would give if the scenario's
-autocast region were dropped are derived from the cpu spec's policy for those ops.
+autocast region were dropped are derived from the cpu spec's policy for those ops. The
+setting also names the ``torch.compile`` backend the compile scenarios use
+(``--compile-backend``; default ``aot_eager``, which needs no C++ toolchain).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from autocast_spec.model import JitLimitation, Policy, Spec
 from reference_impl.engine.dtypes import dtype_name
 
 from ...kit.verdict import first_line
+from ..run import DEFAULT_COMPILE_BACKEND
 
 DEVICE = "cpu"
 LOWER = torch.bfloat16  # the autocast dtype every scenario's region names (CPU's default)
@@ -67,10 +70,12 @@ def policy_dtype(policy: Policy | None, inputs: str, lower: str) -> str:
 
 @dataclass
 class Setting:
-    """What a scenario gets from the spec: its entry (``observes``) and the spec's policies."""
+    """What a scenario gets from the spec: its entry (``observes``) and the spec's policies;
+    and the run's ``torch.compile`` backend."""
 
     limitation: JitLimitation
     spec: Spec
+    backend: str = DEFAULT_COMPILE_BACKEND
     used_observes: bool = field(default=False, init=False)
 
     @property
