@@ -230,8 +230,8 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     dtypes = _dtypes_for(ds, opts.dtype)
     for d in dtypes:
         dtype_of(d)
-    real = device_is_real(backend)
-    if not real and not opts.policy_only:
+    # a policy-only run never asks the device anything (not even for an empty tensor)
+    if not opts.policy_only and not device_is_real(backend):
         raise TargetError(
             f"--backend {backend}: no {backend} device is available on this machine; "
             f"add --policy-only to check its policy with FakeTensors, or run where the device is"
@@ -240,7 +240,7 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
         reason = fake_device_supported(backend)
         if reason:
             raise TargetError(f"--backend {backend} --policy-only: {reason}")
-    ref = opts.reference_device or (backend if real and not opts.policy_only else "cpu")
+    ref = opts.reference_device or ("cpu" if opts.policy_only else backend)
     if ref != backend and not device_is_real(ref):
         raise TargetError(f"--reference-device {ref}: no {ref} device on this machine; use cpu")
     absent = tuple(sorted(op for op in ds.ops if not op_exists(op)))

@@ -181,3 +181,20 @@ def test_a_test_that_leaks_autocast_state_fails_with_a_reproduction_or_is_declar
     p, got = run_planted(tmp_path, "leaky_exit", LEAKY_EXIT, *sel, "--spec", str(spec), "-rx")
     assert p.returncode == 0 and " xfailed" in p.stdout, summary(p)
     assert "known bug planted-exit-keeps-cache-flag (https://example.com/planted)" in p.stdout, summary(p)
+
+
+def test_a_policy_only_run_never_asks_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--policy-only works on FakeTensors alone: resolving the target creates nothing on the
+    device, not even the empty tensor that tells a real device from an absent one."""
+    import conformance.target as target_module
+
+    def asked(device: str) -> bool:
+        if device != "cpu":  # the reference device may be asked
+            raise AssertionError(f"a policy-only run asked whether {device} is real")
+        return True
+
+    monkeypatch.setattr(target_module, "device_is_real", asked)
+    t = resolve_target(Options("cuda", None, (), None, True))
+    assert t.policy_only and t.reference_device == "cpu"
+    with pytest.raises(AssertionError, match="asked whether cuda is real"):
+        resolve_target(Options("cuda", None, (), None, False))
