@@ -182,6 +182,38 @@ def test_written_spec_keeps_unreadable_ops_not_observed(
     assert not {"aten::bmm", "aten::mm"} & {e.op for e in (*d.added, *d.removed)}, d
 
 
+def test_spliced_comment_reads_as_cpp_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """A '//' comment ending in a backslash swallows the next line (C++ splices lines before it
+    removes comments): that registration is not read, and stderr says so with file and line."""
+    source = FIXTURES / "spliced_comment.cpp"
+    assert main(["extract", str(source)]) == 0
+    captured = capsys.readouterr()
+    notes = [ln for ln in captured.err.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 1 and notes[0].startswith(
+        f"note: {source}:9: 'KERNEL_CPU(bmm, lower_precision_fp)' "
+    ), f"{_repro(source, [])}\n{captured.err}"
+    assert "comment on line 8" in notes[0]
+    assert f"# SPLICED: {source}:9: " in captured.out
+
+
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("// a \\\nKERNEL_CPU(mm, fp32)\n", True),
+        ("// a \\  \t\nKERNEL_CPU(mm, fp32)\n", True),  # whitespace after the backslash (C++23, gcc, clang)
+        ("// a \\\n// b\nKERNEL_CPU(mm, fp32)\n", False),
+        ("/* a \\ */\nKERNEL_CPU(mm, fp32)\n", False),
+        ('"// not a comment \\\\"\nKERNEL_CPU(mm, fp32)\n', False),
+    ],
+)
+def test_line_splicing_before_comments(text: str, hidden: bool) -> None:
+    spliced: list = []
+    lines = tokenize(text, "t.cpp", spliced)
+    code = [t.text for line in lines for t in line.tokens]
+    assert ("KERNEL_CPU" not in code) is hidden, (text, code)
+    assert [sp.line for sp in spliced] == ([2] if hidden else []), (text, spliced)
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
