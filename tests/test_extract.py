@@ -261,6 +261,19 @@ def test_deleted_device_block_shows_every_op_removed(
     assert before.devices_removed == ("mtia",) and before.paired == (("xpu", "xpu"),), before
 
 
+@pytest.mark.parametrize("vendor", ["google_torch_tpu.yaml", "sophgo_torch_tpu.yaml"])
+def test_extract_side_takes_dtypes_from_the_spec_it_meets(vendor: str) -> None:
+    """C++ does not state the dtype defaults: against a spec naming the device, the extract side
+    takes that spec's, whichever bundled vendor file of the same device name extract alone picks."""
+    from autocast_spec.files import vendor_spec_dir
+
+    source = FIXTURES / "semicolon_macro" / "backend" / "csrc" / "amp" / "policies.cc"
+    d = diff_cmd.compute(str(vendor_spec_dir() / vendor), f"extract:{source}")
+    assert d.paired == (("tpu", "tpu"),), d
+    assert not (d.defaults or d.supported_added or d.supported_removed), d
+    assert any("the side it is compared with" in n for _, n in d.notes), d.notes
+
+
 def test_privateuse1_block_is_not_an_in_tree_device(capsys: pytest.CaptureFixture[str]) -> None:
     """A PrivateUse1 block stands for a backend of its own name, never for mtia, cuda, ...
     (torch refuses to rename PrivateUse1 to a device of its own)."""

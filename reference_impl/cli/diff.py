@@ -16,6 +16,7 @@ and a spec side may carry ``@X.Y`` to read it for another torch version
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from autocast_spec.versions import nearest_covered_version
 from autocast_spec.yaml_source import read_yaml
 
 from ..engine.torch_registry import installed_torch_version
-from ..extract.api import ExtractError, extract
+from ..extract.api import ExtractedSpec, ExtractError, extract
 from ..extract.forms import IN_TREE_DEVICES
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
@@ -107,7 +108,9 @@ def probe_side(device: str) -> Side:
 _SIDE_NOTES = ("NOT EXTRACTED", "UNDECIDED", "SPLICED")
 
 
-def extract_side(path: str, torch_version: str | None, want: str | None = None) -> Side:
+def extract_side(
+    path: str, torch_version: str | None, want: str | None = None, donor: Side | None = None
+) -> Side:
     """What the C++ source at ``path`` registers; ops whose policy it cannot read are carried apart.
 
     ``want``: the device the other side names. When the source registers it (a PrivateUse1
@@ -115,6 +118,9 @@ def extract_side(path: str, torch_version: str | None, want: str | None = None) 
     ``extract --device``), the side is that device alone. Otherwise the side holds every device
     the source registers and says that this is all of them (``registers``): the device asked
     for is then reported with all its ops removed, never compared with another device.
+    ``donor``: the other side, a spec naming ``want``: the dtype defaults, which C++
+    registrations do not state, are taken from it, so that no difference is reported that
+    only the choice of a bundled spec to borrow them from made.
     """
     if not path:
         raise UsageError("'extract:': name the source, e.g. extract:aten/src/ATen/autocast_mode.cpp")
@@ -127,6 +133,8 @@ def extract_side(path: str, torch_version: str | None, want: str | None = None) 
     except ExtractError as e:
         raise UsageError(*(f"extract:{path}: {line}" for line in e.lines)) from None
     specs = [found[want]] if want in found else list(found.values())
+    if want in found and donor is not None and donor.spec is not None:
+        specs = [_dtypes_from(found[want], donor)]
     notes = [n.rstrip(".") for x in specs for n in x.notes if n.startswith(_SIDE_NOTES)]
     if want and want not in found:  # the notes on the devices it does register do not matter here
         notes = [n for n in notes if n.startswith("SPLICED")]
@@ -140,6 +148,25 @@ def extract_side(path: str, torch_version: str | None, want: str | None = None) 
         notes=tuple(dict.fromkeys(notes)),
         registers=True,
     )
+
+
+def _dtypes_from(x: ExtractedSpec, donor: Side) -> ExtractedSpec:
+    """``x`` with the dtype defaults of the spec it is compared with (C++ does not state them)."""
+    d = donor.device
+    spec = dataclasses.replace(
+        x.spec,
+        default_dtype=d.default_dtype,
+        supported_dtypes=d.supported_dtypes,
+        unsupported_dtype=d.unsupported_dtype,
+    )
+    notes = [
+        f"NOT EXTRACTED: dtype defaults and rules (C++ registrations do not state them): taken from "
+        f"{donor.label}, the side it is compared with."
+        if n.startswith("NOT EXTRACTED")
+        else n
+        for n in x.notes
+    ]
+    return dataclasses.replace(x, spec=spec, notes=notes)
 
 
 def resolve_side(text: str, torch_version: str | None) -> Side:
@@ -188,7 +215,7 @@ def compute(a: str, b: str, torch_version: str | None = None) -> SpecDiff:
         if k not in sides:
             other = sides.get("b" if k == "a" else "a")
             want = other.device.device if other is not None and other.single else None
-            sides[k] = extract_side(t.removeprefix("extract:"), torch_version, want)
+            sides[k] = extract_side(t.removeprefix("extract:"), torch_version, want, other)
     side_a, side_b = sides["a"], sides["b"]
     try:
         return diff_sides(side_a, side_b)
