@@ -182,6 +182,108 @@ def test_written_spec_keeps_unreadable_ops_not_observed(
     assert not {"aten::bmm", "aten::mm"} & {e.op for e in (*d.added, *d.removed)}, d
 
 
+def test_spliced_comment_reads_as_cpp_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """A '//' comment ending in a backslash swallows the next line (C++ splices lines before it
+    removes comments): that registration is not read, and stderr says so with file and line."""
+    source = FIXTURES / "spliced_comment.cpp"
+    assert main(["extract", str(source)]) == 0
+    captured = capsys.readouterr()
+    notes = [ln for ln in captured.err.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 1 and notes[0].startswith(
+        f"note: {source}:9: 'KERNEL_CPU(bmm, lower_precision_fp)' "
+    ), f"{_repro(source, [])}\n{captured.err}"
+    assert "comment on line 8" in notes[0]
+    assert f"# SPLICED: {source}:9: " in captured.out
+    # a reviewer's diff shows it too: the op is gone, and the side says why
+    d = diff_cmd.compute("cpu", f"extract:{source}")
+    assert "aten::bmm" not in {e.op for e in (*d.added, *d.changed)}
+    assert any(side == "b" and note.startswith(f"SPLICED: {source}:9: ") for side, note in d.notes), d.notes
+
+
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("// a \\\nKERNEL_CPU(mm, fp32)\n", True),
+        ("// a \\  \t\nKERNEL_CPU(mm, fp32)\n", True),  # whitespace after the backslash (C++23, gcc, clang)
+        ("// a \\\n// b\nKERNEL_CPU(mm, fp32)\n", False),
+        ("/* a \\ */\nKERNEL_CPU(mm, fp32)\n", False),
+        ('"// not a comment \\\\"\nKERNEL_CPU(mm, fp32)\n', False),
+    ],
+)
+def test_line_splicing_before_comments(text: str, hidden: bool) -> None:
+    spliced: list = []
+    lines = tokenize(text, "t.cpp", spliced)
+    code = [t.text for line in lines for t in line.tokens]
+    assert ("KERNEL_CPU" not in code) is hidden, (text, code)
+    assert [sp.line for sp in spliced] == ([2] if hidden else []), (text, spliced)
+
+
+def _without_mtia_block(tmp_path: Path) -> Path:
+    text = (FIXTURES / "xpu_mtia_blocks.cpp").read_text(encoding="utf-8")
+    start, end = text.index("// MTIA block"), text.index("// end of the MTIA block")
+    pr = tmp_path / "autocast_mode.cpp"
+    pr.write_text(text[:start] + text[end:], encoding="utf-8")
+    return pr
+
+
+def test_diff_pairs_the_device_asked_for() -> None:
+    """diff mtia extract:PATH compares MTIA's block, never another device the file registers."""
+    source = FIXTURES / "xpu_mtia_blocks.cpp"
+    for device in ("mtia", "xpu"):
+        d = diff_cmd.compute(device, f"extract:{source}")
+        assert d.paired == ((device, device),) and d.identical, (
+            f"autocast-spec diff {device} extract:{source}: {d}"
+        )
+
+
+def test_deleted_device_block_shows_every_op_removed(
+    tmp_path: Path, spec: Spec, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PR that deletes the MTIA block: every MTIA op is removed, the device is gone, and a CI
+    gate fails (exit 1); it is never compared with the XPU block the file still holds."""
+    pr = _without_mtia_block(tmp_path)
+    d = diff_cmd.compute("mtia", f"extract:{pr}")
+    assert d.devices_removed == ("mtia",) and not d.paired and not d.changed, d
+    assert {e.op for e in d.removed} == set(spec.devices["mtia"].ops), d
+    assert any(n.startswith("NOT REGISTERED: no Autocast block for mtia") for _, n in d.notes), d.notes
+    assert main(["diff", "mtia", f"extract:{pr}", "--exit-code"]) == 1
+    capsys.readouterr()
+    assert main(["diff", f"extract:{pr}", "mtia", "--format", "json"]) == 0  # the other way round: added
+    data = json.loads(capsys.readouterr().out)
+    assert data["devices"] == {"added": ["mtia"], "removed": []}
+    assert {e["op"] for e in data["ops"]["added"]} == set(spec.devices["mtia"].ops)
+    # against a spec directory, and against the file before the PR: the device is reported removed
+    from autocast_spec.files import bundled_spec_dir
+
+    whole = diff_cmd.compute(str(bundled_spec_dir()), f"extract:{pr}")
+    assert "mtia" in whole.devices_removed and "xpu" not in whole.devices_removed, whole
+    before = diff_cmd.compute(f"extract:{FIXTURES / 'xpu_mtia_blocks.cpp'}", f"extract:{pr}")
+    assert before.devices_removed == ("mtia",) and before.paired == (("xpu", "xpu"),), before
+
+
+@pytest.mark.parametrize("vendor", ["google_torch_tpu.yaml", "sophgo_torch_tpu.yaml"])
+def test_extract_side_takes_dtypes_from_the_spec_it_meets(vendor: str) -> None:
+    """C++ does not state the dtype defaults: against a spec naming the device, the extract side
+    takes that spec's, whichever bundled vendor file of the same device name extract alone picks."""
+    from autocast_spec.files import vendor_spec_dir
+
+    source = FIXTURES / "semicolon_macro" / "backend" / "csrc" / "amp" / "policies.cc"
+    d = diff_cmd.compute(str(vendor_spec_dir() / vendor), f"extract:{source}")
+    assert d.paired == (("tpu", "tpu"),), d
+    assert not (d.defaults or d.supported_added or d.supported_removed), d
+    assert any("the side it is compared with" in n for _, n in d.notes), d.notes
+
+
+def test_privateuse1_block_is_not_an_in_tree_device(capsys: pytest.CaptureFixture[str]) -> None:
+    """A PrivateUse1 block stands for a backend of its own name, never for mtia, cuda, ...
+    (torch refuses to rename PrivateUse1 to a device of its own)."""
+    source = FIXTURES / "privateuse1.cpp"
+    assert main(["extract", str(source), "--device", "mtia"]) == 2
+    assert "mtia is a device of torch's own" in capsys.readouterr().err
+    d = diff_cmd.compute("mtia", f"extract:{source}")
+    assert d.devices_removed == ("mtia",) and not d.paired, d
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [

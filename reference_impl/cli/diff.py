@@ -16,6 +16,7 @@ and a spec side may carry ``@X.Y`` to read it for another torch version
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 
@@ -25,7 +26,8 @@ from autocast_spec.versions import nearest_covered_version
 from autocast_spec.yaml_source import read_yaml
 
 from ..engine.torch_registry import installed_torch_version
-from ..extract.api import ExtractError, extract
+from ..extract.api import ExtractedSpec, ExtractError, extract
+from ..extract.forms import IN_TREE_DEVICES
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
 from ..spectools.installed_spec import load_installed_spec
@@ -103,26 +105,68 @@ def probe_side(device: str) -> Side:
     )
 
 
-def extract_side(path: str, torch_version: str | None) -> Side:
-    """What the C++ source at ``path`` registers; ops whose policy it cannot read are carried apart."""
+_SIDE_NOTES = ("NOT EXTRACTED", "UNDECIDED", "SPLICED")
+
+
+def extract_side(
+    path: str, torch_version: str | None, want: str | None = None, donor: Side | None = None
+) -> Side:
+    """What the C++ source at ``path`` registers; ops whose policy it cannot read are carried apart.
+
+    ``want``: the device the other side names. When the source registers it (a PrivateUse1
+    block counts for a backend name that is not one of torch's own devices, as with
+    ``extract --device``), the side is that device alone. Otherwise the side holds every device
+    the source registers and says that this is all of them (``registers``): the device asked
+    for is then reported with all its ops removed, never compared with another device.
+    ``donor``: the other side, a spec naming ``want``: the dtype defaults, which C++
+    registrations do not state, are taken from it, so that no difference is reported that
+    only the choice of a bundled spec to borrow them from made.
+    """
     if not path:
         raise UsageError("'extract:': name the source, e.g. extract:aten/src/ATen/autocast_mode.cpp")
     version = torch_version or installed_torch_version()
     try:
-        specs = extract([Path(path)], version, every_device=True)
+        found = {x.spec.device: x for x in extract([Path(path)], version, every_device=True)}
+        if want and want not in found and "privateuse1" in found and want not in IN_TREE_DEVICES:
+            found.pop("privateuse1")
+            (found[want],) = extract([Path(path)], version, device=want)
     except ExtractError as e:
         raise UsageError(*(f"extract:{path}: {line}" for line in e.lines)) from None
-    devices = {x.spec.device: x.spec for x in specs}
+    specs = [found[want]] if want in found else list(found.values())
+    if want in found and donor is not None and donor.spec is not None:
+        specs = [_dtypes_from(found[want], donor)]
+    notes = [n.rstrip(".") for x in specs for n in x.notes if n.startswith(_SIDE_NOTES)]
+    if want and want not in found:  # the notes on the devices it does register do not matter here
+        notes = [n for n in notes if n.startswith("SPLICED")]
+        notes.insert(0, f"NOT REGISTERED: no Autocast block for {want} (it registers: {', '.join(found)})")
     return Side(
         f"extract:{path}",
-        devices,
+        {x.spec.device: x.spec for x in specs},
         None,
-        single=len(devices) == 1,
+        single=want in found,
         unobserved={x.spec.device: dict(x.extracted.unresolved) for x in specs},
-        notes=tuple(
-            n.rstrip(".") for x in specs for n in x.notes if n.startswith(("NOT EXTRACTED", "UNDECIDED"))
-        ),
+        notes=tuple(dict.fromkeys(notes)),
+        registers=True,
     )
+
+
+def _dtypes_from(x: ExtractedSpec, donor: Side) -> ExtractedSpec:
+    """``x`` with the dtype defaults of the spec it is compared with (C++ does not state them)."""
+    d = donor.device
+    spec = dataclasses.replace(
+        x.spec,
+        default_dtype=d.default_dtype,
+        supported_dtypes=d.supported_dtypes,
+        unsupported_dtype=d.unsupported_dtype,
+    )
+    notes = [
+        f"NOT EXTRACTED: dtype defaults and rules (C++ registrations do not state them): taken from "
+        f"{donor.label}, the side it is compared with."
+        if n.startswith("NOT EXTRACTED")
+        else n
+        for n in x.notes
+    ]
+    return dataclasses.replace(x, spec=spec, notes=notes)
 
 
 def resolve_side(text: str, torch_version: str | None) -> Side:
@@ -164,7 +208,15 @@ def resolve_side(text: str, torch_version: str | None) -> Side:
 
 
 def compute(a: str, b: str, torch_version: str | None = None) -> SpecDiff:
-    side_a, side_b = resolve_side(a, torch_version), resolve_side(b, torch_version)
+    # a spec or probe side first: an extract side pairs with the device it names
+    texts = {"a": a, "b": b}
+    sides = {k: resolve_side(t, torch_version) for k, t in texts.items() if not t.startswith("extract:")}
+    for k, t in texts.items():
+        if k not in sides:
+            other = sides.get("b" if k == "a" else "a")
+            want = other.device.device if other is not None and other.single else None
+            sides[k] = extract_side(t.removeprefix("extract:"), torch_version, want, other)
+    side_a, side_b = sides["a"], sides["b"]
     try:
         return diff_sides(side_a, side_b)
     except PairingError as e:

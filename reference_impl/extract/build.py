@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from autocast_spec.model import Policy
 
 from .conditions import Cond
-from .forms import device_of_key
+from .forms import IN_TREE_DEVICES, device_of_key
 from .registrations import Registration
 from .scan import ExtractError, Scan
 
@@ -71,10 +71,15 @@ def select(s: Scan, device: str | None) -> tuple[str, str]:
             )
         return keys[0], device_name(keys[0], None)
     matching = [k for k in keys if device_of_key(k) == device]
-    if not matching and PRIVATEUSE1_KEY in keys:
+    if not matching and PRIVATEUSE1_KEY in keys and device not in IN_TREE_DEVICES:
         matching = [PRIVATEUSE1_KEY]  # --device names the PrivateUse1 backend
     if not matching:
-        raise ExtractError([f"--device {device}: {where} registers autocast only for: {choices}"])
+        why = (
+            f" ({device} is a device of torch's own, which a PrivateUse1 backend cannot be named)"
+            if PRIVATEUSE1_KEY in keys
+            else ""
+        )
+        raise ExtractError([f"--device {device}: {where} registers autocast only for: {choices}{why}"])
     # plain Autocast and AutocastCUDA are one key
     return matching[0], device_name(matching[0], device)
 

@@ -39,6 +39,9 @@ _DEVICE_TYPES = frozenset(
     {"CPU", "CUDA", "MKLDNN", "OPENGL", "OPENCL", "IDEEP", "HIP", "FPGA", "MAIA", "XLA", "VULKAN", "METAL",
      "XPU", "MPS", "META", "HPU", "VE", "LAZY", "IPU", "MTIA", "PRIVATEUSEONE"}
 )  # fmt: skip
+# the devices torch names itself: a PrivateUse1 backend cannot take one of these names
+# (torch.utils.rename_privateuse1_backend refuses them)
+IN_TREE_DEVICES = frozenset(d.lower() for d in _DEVICE_TYPES if d != "PRIVATEUSEONE")
 
 
 def is_registration_macro(name: str) -> bool:

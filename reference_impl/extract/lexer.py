@@ -1,9 +1,12 @@
 """C++ source to preprocessing tokens, each with its file and line.
 
 Comments become whitespace, a backslash at the end of a line joins it to the next
-(as in translation phase 2), and the text is split into logical lines, because
-preprocessor directives are line-based. String literals keep their spelling;
-:func:`string_value` decodes one.
+(as in translation phase 2, before comments are removed: a ``//`` comment that ends in
+``\\`` takes the next line with it, which :func:`spliced_comments` reports), and the text
+is split into logical lines, because preprocessor directives are line-based. String
+literals keep their spelling; :func:`string_value` decodes one. A quote that opens no
+literal closed on its line becomes one ``bad`` token to the end of the line, which the
+preprocessor reports where it is compiled.
 """
 
 from __future__ import annotations
@@ -20,15 +23,24 @@ _PUNCT = sorted(
     reverse=True,
 )  # fmt: skip
 
+# backslash-newline, with the whitespace GCC, Clang and C++23 allow between them
+_SPLICE = r"\\[ \t\f\v]*\r?\n"
+LINE_COMMENT = r"//(?:" + _SPLICE + r"|[^\n])*"
+
 _TOKEN = re.compile(
     r"""
     (?P<nl>\n)
-  | (?P<ws>[ \t\r\f\v]+|\\\r?\n)
-  | (?P<lc>//[^\n]*)
+  | (?P<ws>[ \t\r\f\v]+|"""
+    + _SPLICE
+    + r""")
+  | (?P<lc>"""
+    + LINE_COMMENT
+    + r""")
   | (?P<bc>/\*.*?\*/)
   | (?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\ \n]{0,16})\(.*?\)(?P=delim)")
   | (?P<str>(?:u8|u|U|L)?"(?:\\.|[^"\\\n])*")
   | (?P<chr>(?:u8|u|U|L)?'(?:\\.|[^'\\\n])*')
+  | (?P<bad>(?:u8|u|U|L)?R?["'][^\n]*)
   | (?P<num>\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.']|)*)
   | (?P<id>[A-Za-z_$][A-Za-z0-9_$]*)
   | (?P<punct>"""
@@ -102,8 +114,27 @@ class Line:
         return bool(self.tokens) and self.tokens[0].text == "#" and self.tokens[0].kind == "punct"
 
 
-def tokenize(text: str, file: str) -> list[Line]:
-    """The logical lines of ``text`` (comments removed, continuations joined)."""
+@dataclass(frozen=True)
+class Spliced:
+    """A line that a ``//`` comment ending in a backslash made part of the comment."""
+
+    file: str
+    line: int  # the line the text stands on
+    comment_line: int  # the line the comment starts on
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def tokenize(text: str, file: str, spliced: list[Spliced] | None = None) -> list[Line]:
+    """The logical lines of ``text`` (comments removed, continuations joined).
+
+    ``spliced``, when given, receives each line a ``//`` comment swallowed through a
+    trailing backslash that would have been code (neither blank nor a comment itself):
+    C++ joins the lines before it removes comments, so that text is not compiled.
+    """
     lines: list[Line] = []
     current: list[Token] = []
     line = 1
@@ -125,12 +156,17 @@ def tokenize(text: str, file: str) -> list[Line]:
             ws = False
             continue
         if kind in ("ws", "lc", "bc"):
+            if kind == "lc" and spliced is not None and "\n" in chunk:
+                for k, part in enumerate(chunk.split("\n")[1:], 1):
+                    code = re.sub(_SPLICE + "$", "", part + "\n").strip()
+                    if code and not code.startswith("//"):
+                        spliced.append(Spliced(file, line + k, line, code))
             line += chunk.count("\n")
             ws = True
             continue
         if kind == "delim":
             kind = "raw"
-        tok_kind = {"raw": "str", "str": "str", "chr": "chr", "num": "num", "id": "id"}.get(
+        tok_kind = {"raw": "str", "str": "str", "chr": "chr", "num": "num", "id": "id", "bad": "bad"}.get(
             kind or "", "punct"
         )
         current.append(Token(tok_kind, chunk, file, line, ws))

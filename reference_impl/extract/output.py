@@ -135,10 +135,21 @@ def to_spec(s: Scan, ex: Extracted, torch_version: str, dtypes_from: str | None 
             f"warning: {c.file}:{c.line}: {cond} cannot be decided from the sources; {n} op(s) under it "
             f"carry {how} in the spec (decide it with -D)"
         )
+    for sp in s.spliced:
+        what = (
+            f"'{_short(sp.text)}' is part of the '//' comment on line {sp.comment_line}, which ends in a "
+            "backslash (C++ joins the lines before it removes comments): not compiled"
+        )
+        out.notes.append(f"SPLICED: {sp.file}:{sp.line}: {what}.")
+        out.warnings.append(f"note: {sp.where}: {what}, so not read")
     for op, why in ex.unresolved.items():
         out.notes.append(f"NO POLICY (under not_observed): {op}: {why}")
         out.warnings.append(f"warning: no policy for {op}: {why} (listed under not_observed)")
     return out
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _device_spec(ex: Extracted, donor: DeviceSpec, source: str, torch_version: str) -> DeviceSpec:

@@ -25,14 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .conditions import Cond, evaluate
-from .lexer import Line, Token, spell, tokenize
+from .lexer import LINE_COMMENT, Line, Spliced, Token, spell, tokenize
 from .macros import Expander, Keep, Macro, MacroError, MacroTable, parse_define
 
 SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".h", ".hpp", ".hh")
 AUTOCAST_HEADER = "ATen/autocast_mode.h"
 _FRAMEWORK = ("ATen/", "c10/", "torch/", "caffe2/")
 _MAX_DEPTH = 40
-_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+_COMMENT_OR_LITERAL = re.compile(
+    LINE_COMMENT + r'|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class Unit:
     tokens: list[Token]
     headers: list[Path] = field(default_factory=list)  # autocast_mode.h files it read
     problems: list[Problem] = field(default_factory=list)
+    spliced: list[Spliced] = field(default_factory=list)  # code lines '//' comments swallowed
+    unreadable: bool = False  # a lexical error: its tokens cannot be read as statements
 
 
 def is_aten_autocast_header(file: str) -> bool:
@@ -83,18 +87,26 @@ class Preprocessor:
         self.defines = defines
         self.keep = keep
         self._lines: dict[tuple[Path, bool], list[Line]] = {}
+        self._spliced: dict[tuple[Path, bool], list[Spliced]] = {}
         self._index: dict[str, list[Path]] | None = None
 
     # --- files ---------------------------------------------------------------------------
 
-    def _read_lines(self, path: Path, directives_only: bool) -> list[Line]:
+    def _read_lines(self, path: Path, directives_only: bool) -> tuple[list[Line], list[Spliced]]:
+        """The file's logical lines, and the lines its ``//`` comments swallow through a trailing
+        backslash (of a header read for its directives: the directives swallowed)."""
         key = (path, directives_only)
         if key not in self._lines:
             text = path.read_text(encoding="utf-8", errors="replace")
+            spliced: list[Spliced] = []
             if directives_only:
-                text = _only_directives(text)
-            self._lines[key] = tokenize(text, str(path))
-        return self._lines[key]
+                tokenize(text, str(path), spliced)
+                spliced = [sp for sp in spliced if sp.text.startswith("#")]
+                self._lines[key] = tokenize(_only_directives(text), str(path))
+            else:
+                self._lines[key] = tokenize(text, str(path), spliced)
+            self._spliced[key] = spliced
+        return self._lines[key], self._spliced[key]
 
     def _file_index(self) -> dict[str, list[Path]]:
         if self._index is None:
@@ -150,7 +162,17 @@ class _Run:
 
     def flush(self) -> None:
         if self.pending:
-            self.unit.tokens.extend(self.expander.expand(self.pending))
+            out = self.expander.expand(self.pending)
+            for t in out:
+                if t.kind == "bad":
+                    what = "string" if '"' in t.text[:4] else "character"
+                    self.problem(
+                        t,
+                        f"unterminated {what} literal: {t.text[:60]} (no closing {t.text.lstrip('uUL8R')[0]} "
+                        "on its line)",
+                    )
+                    self.unit.unreadable = True
+            self.unit.tokens.extend(out)
             self.pending = []
 
     def problem(self, tok: Token, message: str) -> None:
@@ -158,7 +180,7 @@ class _Run:
 
     def file(self, path: Path, base: tuple[Cond, ...], depth: int, directives_only: bool) -> None:
         self.included.add(path.resolve())
-        lines = self.pp._read_lines(path, directives_only)
+        lines, spliced = self.pp._read_lines(path, directives_only)
         shape = _Shape(lines)
         stack: list[_Frame] = []
 
@@ -170,6 +192,11 @@ class _Run:
 
         for idx, line in enumerate(lines):
             active = all(f.active for f in stack)
+            if spliced and active:  # a swallowed line matters only where its line is compiled
+                end = lines[idx + 1].line if idx + 1 < len(lines) else line.line + 1
+                self.unit.spliced += [
+                    sp for sp in spliced if line.line <= sp.comment_line < end and sp not in self.unit.spliced
+                ]
             if not line.is_directive:
                 if active and not directives_only and line.tokens:
                     c = conds()
@@ -340,5 +367,5 @@ def _only_directives(text: str) -> str:
         if not keep:
             keep = raw.lstrip().startswith("#")
         out.append(raw if keep else "")
-        keep = keep and raw.endswith("\\")
+        keep = keep and raw.rstrip(" \t\f\v\r").endswith("\\")
     return "\n".join(out)

@@ -203,7 +203,13 @@ class _Block:
             end += 1
             if depth == 0 and x in (";", "}"):
                 break
-        self.problem(t, f"not a registration form extract knows: {_text(body[p:end])}")
+        hint = (
+            f" (no #define of {t.text} was found in the files read: pass the file that defines it, or "
+            f"-D {t.text}= if it registers nothing)"
+            if t.kind == "id" and _MACRO_NAME.match(t.text)
+            else ""
+        )
+        self.problem(t, f"not a registration form extract knows: {_text(body[p:end])}{hint}")
         return end
 
     def method(self, call: str, args: list[list[Token]], stmt: list[Token], at: Token) -> None:
@@ -285,9 +291,104 @@ def _wrapped_block(toks: list[Token], i: int, found: Found) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class _Span:
+    """A ``TORCH_LIBRARY_IMPL(...) { ... }`` block of a unit: its tokens ``start`` to ``close`` (its '}')."""
+
+    start: int
+    close: int
+    spelled: str  # its arguments
+    var: str | None  # its library variable
+
+
+def _registration_at(toks: list[Token], k: int, var: str | None) -> bool:
+    """A registration macro call, or ``var.impl(`` / ``var.fallback(``, starts at ``k``."""
+    t = toks[k]
+    if t.kind != "id" or k + 1 >= len(toks):
+        return False
+    if toks[k + 1].text == "(" and is_registration_macro(t.text):
+        return True
+    return (
+        var is not None
+        and t.text == var
+        and k + 3 < len(toks)
+        and toks[k + 1].text == "."
+        and toks[k + 2].text in ("impl", "fallback")
+        and toks[k + 3].text == "("
+    )
+
+
+def _opens_namespace(toks: list[Token], k: int) -> bool:
+    """The '{' at ``k`` opens ``namespace [a::b] {``, ``inline namespace``, or ``extern "C" {``."""
+    j = k - 1
+    while j >= 0 and (toks[j].kind == "id" or toks[j].text == "::") and toks[j].text != "namespace":
+        j -= 1
+    if j >= 0 and toks[j].text == "namespace":
+        return True
+    return k >= 2 and toks[k - 2].text == "extern" and toks[k - 1].kind == "str"
+
+
+def _check_outside(toks: list[Token], spans: list[_Span], found: Found) -> None:
+    """Registrations at namespace scope, and '}' that close nothing: never dropped in silence.
+
+    A '}' inside a block (a stray one) ends it early: the registrations after it then stand at
+    namespace scope, where C++ would not compile them. The '}' that ended the block is then the
+    problem, once per block; a registration at namespace scope before any block, or a '}' that
+    closes nothing (at no undecided #if), is one of its own. Registrations in a function's body
+    are left to the block that calls the function (a call extract does not know is a problem).
+    """
+    blamed: set[int] = set()
+    scopes: list[bool] = []  # per open '{' outside the blocks: does it open a namespace?
+    unmatched: list[Token] = []
+    s = 0
+    k = 0
+    while k < len(toks):
+        while s < len(spans) and spans[s].close < k:
+            s += 1
+        if s < len(spans) and spans[s].start <= k:
+            k = spans[s].close + 1
+            continue
+        t = toks[k]
+        if t.kind == "punct" and t.text in "{}":
+            if t.text == "{":
+                scopes.append(_opens_namespace(toks, k))
+            elif scopes:
+                scopes.pop()
+            elif not t.conds:
+                unmatched.append(t)
+        prev = spans[s - 1] if s > 0 else None
+        if all(scopes) and _registration_at(toks, k, prev.var if prev else None):
+            got = collect_args(toks, k + (3 if toks[k + 1].text == "." else 1))
+            stmt = _text(toks[k : got[1] if got else k + 6], 80)
+            if prev is None:
+                found.problems.append(
+                    Problem(
+                        t.where, f"a registration outside any TORCH_LIBRARY_IMPL block (not read): {stmt}"
+                    )
+                )
+            elif prev.close not in blamed:
+                blamed.add(prev.close)
+                found.problems.append(
+                    Problem(
+                        toks[prev.close].where,
+                        f"this '}}' ends the block TORCH_LIBRARY_IMPL({prev.spelled}) opened at line "
+                        f"{toks[prev.start].line}, and registrations follow it outside any block ({stmt} "
+                        f"at line {t.line}): a stray '}}' in the block? (the registrations after it are "
+                        "not read)",
+                    )
+                )
+        k += 1
+    if not blamed:
+        found.problems += [
+            Problem(t.where, "this '}' closes nothing: the braces before it do not balance")
+            for t in unmatched
+        ]
+
+
 def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
     """Add the Autocast registrations of ``unit`` to ``found``."""
     toks = unit.tokens
+    spans: list[_Span] = []
     i = 0
     while i < len(toks):
         t = toks[i]
@@ -315,7 +416,9 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
                 )
             )
             return
-        i = end + len(body) + 2
+        at, i = i, end + len(body) + 2
+        var = args[2][0].text if len(args) == 3 and len(args[2]) == 1 else None
+        spans.append(_Span(at, i - 1, ", ".join(spell(a) for a in args), var))
         names = [a[0].text if len(a) == 1 else None for a in args]
         if len(names) != 3 or None in names:
             spelled = ", ".join(spell(a) for a in args)
@@ -328,3 +431,4 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
         if key not in found.keys:
             found.keys.append(key)
         _Block(unit, found, functions, namespace, key, var).read(body)
+    _check_outside(toks, spans, found)

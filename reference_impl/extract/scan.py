@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .forms import TORCH_API, is_registration_macro
-from .lexer import tokenize
+from .lexer import Spliced, tokenize
 from .macros import Macro, MacroError, parse_define
 from .preprocess import SOURCE_SUFFIXES, Preprocessor, Problem, Unit, is_aten_autocast_header
 from .registrations import Found, Functions, read_unit
@@ -91,6 +91,7 @@ class Scan:
     found: Found
     headers: list[Path] = field(default_factory=list)  # the autocast_mode.h files read
     torch_header: Path | None = None
+    spliced: list[Spliced] = field(default_factory=list)  # code lines '//' comments swallowed
 
     @property
     def used_torch_header(self) -> bool:
@@ -111,17 +112,34 @@ def scan(sources: list[Path], defines: Sequence[str] = (), torch_header: Path | 
     found = Found()
     functions = Functions(units)
     headers: list[Path] = []
+    spliced: list[Spliced] = []
     for u in units:
         found.problems.extend(u.problems)
         headers += [h for h in u.headers if h not in headers]
-        read_unit(u, functions, found)
-    return Scan(sources, units, found, headers, torch_header)
+        spliced += [sp for sp in u.spliced if sp not in spliced]
+        if not u.unreadable:  # a lexical error: its problem stands, and nothing after it is guessed at
+            read_unit(u, functions, found)
+    return Scan(sources, units, found, headers, torch_header, spliced)
 
 
 def problems_of(s: Scan) -> list[Problem]:
     """One problem per place: the first found there (a later one is its consequence, e.g. a macro
-    call whose expansion failed and that then reads as an unknown form)."""
+    call whose expansion failed and that then reads as an unknown form). The same message at
+    several places of one file (a macro of the sources' own that no file read defines, used on
+    every line) is one problem, at its first place, with the count of the others."""
     seen: dict[str, Problem] = {}
     for p in s.found.problems:
         seen.setdefault(p.where, p)
-    return list(seen.values())
+    alike: dict[tuple[str, str], list[Problem]] = {}
+    for p in seen.values():
+        alike.setdefault((p.where.rpartition(":")[0], p.message), []).append(p)
+    out = []
+    for same in alike.values():
+        first = same[0]
+        if len(same) > 1:
+            lines = ", ".join(p.where.rpartition(":")[2] for p in same[1:4]) + (
+                ", ..." if len(same) > 4 else ""
+            )
+            first = Problem(first.where, f"{first.message} (the same at {len(same) - 1} more lines: {lines})")
+        out.append(first)
+    return out

@@ -30,7 +30,10 @@ class Side:
     JIT limitations; it is None for a live probe, which observes only the device.
     ``unobserved`` (device -> op -> reason) names the ops a live probe found
     registered but could not observe the policy of; ``notes`` are the facts it
-    did not observe here and where it took them from.
+    did not observe here and where it took them from. ``registers``: ``devices`` is every
+    device the side's source registers (an ``extract:`` side), so a device the other side
+    names that is not among them has no registration there: its ops are all removed (or
+    added), where with any other side a missing device is a pairing error.
     """
 
     label: str
@@ -39,6 +42,7 @@ class Side:
     single: bool
     unobserved: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    registers: bool = False
 
     @property
     def device(self) -> DeviceSpec:
@@ -249,34 +253,44 @@ def _diff_maps(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Change]:
     return [Change(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def _pairs(a: Side, b: Side) -> tuple[list[tuple[DeviceSpec, DeviceSpec]], list[str], list[str]]:
+def _pairs(
+    a: Side, b: Side
+) -> tuple[list[tuple[DeviceSpec, DeviceSpec]], list[str], list[str], DeviceSpec | None]:
+    """(pairs, devices added, devices removed, the one device asked for that the other side does
+    not register: all its ops are added or removed)."""
     if a.single and b.single:
-        return [(a.device, b.device)], [], []
+        return [(a.device, b.device)], [], [], None
     if a.single or b.single:
         one, other = (a, b) if a.single else (b, a)
         name = one.device.device
         if name not in other.devices:
+            if other.registers:
+                return [], [] if a.single else [name], [name] if a.single else [], one.device
             known = ", ".join(sorted(other.devices))
             raise PairingError(
                 f"{other.label} has no device {name!r} to compare with {one.label} (it has: {known})"
             )
         pair = (one.device, other.devices[name])
-        return [pair if a.single else (pair[1], pair[0])], [], []
+        return [pair if a.single else (pair[1], pair[0])], [], [], None
     common = sorted(set(a.devices) & set(b.devices))
     return (
         [(a.devices[n], b.devices[n]) for n in common],
         sorted(set(b.devices) - set(a.devices)),
         sorted(set(a.devices) - set(b.devices)),
+        None,
     )
 
 
 def diff_sides(a: Side, b: Side) -> SpecDiff:
     """Everything that differs from ``a`` to ``b``."""
-    pairs, dev_added, dev_removed = _pairs(a, b)
+    pairs, dev_added, dev_removed, alone = _pairs(a, b)
     multi = not (a.single or b.single)
     acc = _Acc()
     for da, db in pairs:
         _diff_device(a, b, (da, db), da.device if multi else None, acc)
+    if alone is not None:  # asked for, and not registered on the other side: every op goes
+        entries = [OpEntry(op, e.described) for op, e in sorted(alone.ops.items())]
+        (acc.removed if dev_removed else acc.added).extend(entries)
 
     rules: list[Change] = []
     tols: list[Change] = []
@@ -287,6 +301,8 @@ def diff_sides(a: Side, b: Side) -> SpecDiff:
         tols = _diff_maps(_tolerances(a.spec), _tolerances(b.spec))
         dev_a = pairs[0][0].device if len(pairs) == 1 and not multi else None
         dev_b = pairs[0][1].device if len(pairs) == 1 and not multi else None
+        if alone is not None:
+            dev_a = dev_b = alone.device
         lims = _diff_maps(_limitations(a.spec, dev_a), _limitations(b.spec, dev_b))
     else:
         live = a.label if a.spec is None else b.label
