@@ -29,7 +29,11 @@ def test_probed_vendor_files_name_their_release() -> None:
     probed = 0
     for f in vendor_files():
         ds = next(d for d in load_installed_spec([f], check_registry=False).devices.values() if d.provenance)
+        # every vendor file says which release it read and how, even where there is none to name
+        assert ds.provenance.get("how") in ("probed", "extracted", "by_hand"), f
+        assert ds.provenance.get("release"), f
         if ds.vendor is None:
+            assert str(ds.provenance["release"]).startswith("none: "), f  # no release: says why
             continue
         probed += 1
         assert ds.provenance["release"] == ds.vendor.version, f
