@@ -111,3 +111,51 @@ def test_intercept_registered_sees_the_call_and_leaves_no_kernel() -> None:
     assert [c.op for c in calls] == ["aten::mm"]
     assert all(t.dtype == torch.bfloat16 for t in calls[0].tensors())
     assert torch.mm(a, b).dtype == torch.float32  # the kernel is gone after the block
+
+
+def test_vendor_environment_is_set_where_unset_before_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``vendor.environment``: what the backend needs to load offline, set before the suite
+    imports the module (where unset; a value already set is kept) and named in the header."""
+    import sys
+
+    (tmp_path / "acme_vendor_env_mod.py").write_text(
+        "import os\nSEEN = (os.environ.get('ACME_OFFLINE'), os.environ.get('ACME_KEPT'))\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("ACME_OFFLINE", raising=False)
+    monkeypatch.setenv("ACME_KEPT", "mine")
+    f = _file(
+        tmp_path,
+        "vendor:\n  package: acme-torch\n  version: '1.2.3'\n  module: acme_vendor_env_mod\n"
+        "  environment: {ACME_OFFLINE: '1', ACME_KEPT: '1'}\n"
+        "ops:\n  lower_precision_fp: [aten::mm]\n",
+    )
+    t = resolve_target(Options("cpu", None, (str(f),), None, False))
+    assert sys.modules["acme_vendor_env_mod"].SEEN == ("1", "mine")
+    assert "environment for acme_vendor_env_mod: ACME_OFFLINE=1, ACME_KEPT=mine" in t.describe()
+    assert "set by the suite before importing it" in t.describe()
+
+
+def test_vendor_environment_already_loaded_says_to_set_it_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module loaded before the suite ran (an entry point on ``import torch``, as torch-tpu's)
+    got no benefit from the suite setting the variable: the note says so."""
+    from autocast_spec.common import frozen_map
+    from autocast_spec.model import VendorRelease
+    from reference_impl.harness.devices import import_vendor
+
+    monkeypatch.delenv("ACME_OFFLINE", raising=False)
+    done = import_vendor(VendorRelease("acme", "1", "json", frozen_map({"ACME_OFFLINE": "1"})))
+    assert done.preloaded and done.set_here == ("ACME_OFFLINE",)
+    assert "had already loaded" in done.note() and "environment that starts Python" in done.note()
+
+
+def test_vendor_environment_names_are_validated(tmp_path: Path) -> None:
+    f = _file(
+        tmp_path,
+        "vendor:\n  package: acme-torch\n  version: '1.2.3'\n  module: acme\n"
+        "  environment: {'NOT A NAME': '1'}\nops:\n  lower_precision_fp: [aten::mm]\n",
+    )
+    with pytest.raises(SpecError):
+        load_installed_spec([f], check_registry=False)
