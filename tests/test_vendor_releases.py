@@ -159,3 +159,22 @@ def test_vendor_environment_names_are_validated(tmp_path: Path) -> None:
     )
     with pytest.raises(SpecError):
         load_installed_spec([f], check_registry=False)
+
+
+def test_reproduction_of_a_vendor_operator_is_python() -> None:
+    """A vendor's own operator (torch_ipex::nms) is called as torch.ops.<namespace>, as aten's are."""
+    from conformance.kit.case import Case
+    from conformance.kit.verdict import reproduction
+
+    case = Case("op_policy", "cpu", "bfloat16", "fp32", "torch_ipex::nms")
+    text = reproduction(case, None, "torch_ipex::nms")
+    assert "out = torch.ops.torch_ipex.nms.default(" in text and "torch_ipex::" not in text
+
+
+def test_an_operator_of_a_namespace_not_loaded_is_not_a_registry_problem(tmp_path: Path) -> None:
+    """A vendor's own operator (torch_ipex::) is in the registry only where its package is
+    loaded: its name is checked there, while a misspelt aten op is refused anywhere."""
+    load_installed_spec([_file(tmp_path, "ops:\n  lower_precision_fp: [aten::mm, acme_ns_not_loaded::op]\n")])
+    with pytest.raises(SpecError) as e:
+        load_installed_spec([_file(tmp_path, "ops:\n  lower_precision_fp: [aten::not_an_op_at_all]\n")])
+    assert "aten::not_an_op_at_all" in str(e.value)

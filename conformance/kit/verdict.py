@@ -233,7 +233,7 @@ def _literal(v: Any, names: list[str]) -> str:
 
 
 def _callable_text(entry: str) -> str:
-    if entry.startswith("aten::"):
+    if "::" in entry:  # an operator: aten's, or a vendor's own (torch_ipex::nms)
         ns, _, rest = entry.partition("::")
         name, _, overload = rest.partition(".")
         return f"torch.ops.{ns}.{name}.{overload or 'default'}"

@@ -15,6 +15,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from autocast_spec.model import VendorRelease
 
+from ..engine.torch_registry import all_op_names
+
 
 @functools.cache
 def device_is_real(device: str) -> bool:
@@ -81,6 +83,7 @@ def import_vendor(vendor: VendorRelease) -> VendorImport:
         importlib.import_module(vendor.module)
     except Exception as e:
         raise VendorImportError(e) from e
+    all_op_names.cache_clear()  # the package registers operators of its own (torch_ipex::)
     kept = tuple(k for k in vendor.environment if k not in set_here)
     return VendorImport(vendor.module, set_here, kept, preloaded)
 
