@@ -44,6 +44,12 @@ def _by_dtype(e: Mapping[str, Any]) -> Mapping[str, Policy | None]:
     return frozen_map({dt: None if p == "none" else Policy(p) for dt, p in (e.get("by_dtype") or {}).items()})
 
 
+def _vendor(block: Mapping[str, Any]) -> VendorRelease:
+    """A device file's ``vendor:`` block (its ``environment`` values as the strings they are set as)."""
+    env = {str(k): str(v) for k, v in (block.get("environment") or {}).items()}
+    return VendorRelease(block["package"], block["version"], block["module"], frozen_map(env))
+
+
 def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) -> RawDevice:
     """The entries of device file ``doc`` that ``app`` admits (duplicates: problems in ``probs``)."""
     d = doc.data
@@ -230,7 +236,7 @@ def resolve_devices(
             env_overrides=overrides,
             provenance=frozen_map(fields.get("provenance") or {}),
             not_observed=frozen_map(dict(fields.get("not_observed") or {})),
-            vendor=VendorRelease(**fields["vendor"]) if fields.get("vendor") else None,
+            vendor=_vendor(fields["vendor"]) if fields.get("vendor") else None,
             known_bugs=tuple(fields.get("known_bugs") or ()),
             registered_only=frozen_map({e["op"]: e["reason"] for e in fields.get("registered_only") or ()}),
         )

@@ -91,6 +91,9 @@ class VendorRelease:
     package: str  # the distribution on the registry, e.g. "torch-xla"
     version: str  # its release, e.g. "2.9.0"
     module: str  # what registers the backend when imported, e.g. "torch_xla"
+    # variables the backend needs to load offline, set where unset before ``module`` is imported
+    # (Google's torch-tpu: TPU_SKIP_MDS_QUERY=1, or its libtpu asks a cloud metadata server)
+    environment: Mapping[str, str] = field(default_factory=frozen_map)
 
     @property
     def described(self) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
-import importlib
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,9 +26,11 @@ from autocast_spec.versions import VersionChoice
 from reference_impl.engine.dtypes import dtype_of
 from reference_impl.engine.torch_registry import op_exists
 from reference_impl.harness.devices import (
+    VendorImportError,
     adopt_privateuse1,
     device_is_real,
     fake_device_supported,
+    import_vendor,
     tensor_context,
 )
 from reference_impl.harness.state import raw_autocast
@@ -72,6 +73,8 @@ class Target:
     absent_ops: tuple[str, ...] = ()
     # --op: the ops whose tests are generated (empty: every op)
     selected_ops: frozenset[str] = frozenset()
+    # what the import of the vendor's module did to the environment its spec names (header)
+    vendor_note: str = ""
 
     def __repr__(self) -> str:  # short: tracebacks print it once per frame (pytest's repr_args)
         kind = "policy-only" if self.policy_only else self.implementation
@@ -147,6 +150,7 @@ class Target:
             f"{tensors}, "
             f"reference on {self.reference_device}, spec for torch {self.spec.torch_version} "
             f"({len(self.spec.files)} files, {self.spec.content_hash[:12]})"
+            + (f"; {self.vendor_note}" if self.vendor_note else "")
         )
 
 
@@ -166,23 +170,25 @@ def _spec_for_backend(spec: Spec, backend: str) -> Spec:
     )
 
 
-def load_backend(ds: DeviceSpec, backend: str) -> None:
+def load_backend(ds: DeviceSpec, backend: str) -> str:
     """Import the package a vendor's device file names (``vendor.module``), so its device and
-    kernels are registered before the suite looks for them; a PrivateUse1 backend that did not
-    name its device (Google's torch-tpu without a TPU) is named as the spec names it."""
+    kernels are registered before the suite looks for them, with the variables of its
+    ``vendor.environment`` set where unset; a PrivateUse1 backend that did not name its device
+    (Google's torch-tpu without a TPU) is named as the spec names it. Returns a note for the
+    header on that environment (empty where the spec names none)."""
     if ds.vendor is None:
-        return
+        return ""
     try:
-        importlib.import_module(ds.vendor.module)
-    except Exception as e:  # ImportError, or the package failing as it loads
-        why = (str(e).strip().splitlines() or [""])[0]
+        done = import_vendor(ds.vendor)
+    except VendorImportError as e:
         raise TargetError(
             f"--spec {ds.loc.file}: it describes {ds.vendor.described}, whose module "
-            f"{ds.vendor.module!r} does not import ({type(e).__name__}: {why}); "
+            f"{ds.vendor.module!r} does not import ({e.why}); "
             f"install it: pip install {ds.vendor.package}=={ds.vendor.version}"
         ) from None
     if ds.dispatch_key == "AutocastPrivateUse1" and backend == ds.device:
         adopt_privateuse1(backend)
+    return done.note()
 
 
 def _dtypes_for(ds: DeviceSpec, dtype: str | None) -> tuple[str, ...]:
@@ -223,8 +229,9 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     if opts.implementation not in IMPLEMENTATIONS:
         raise TargetError(f"--implementation {opts.implementation}: use one of {', '.join(IMPLEMENTATIONS)}")
     loaded = _load(opts.spec, categories)
+    vendor_note = ""
     if backend in loaded.devices and opts.implementation == "native":  # the reference needs no package
-        load_backend(loaded.devices[backend], backend)
+        vendor_note = load_backend(loaded.devices[backend], backend)
     spec = _spec_for_backend(loaded, backend)
     ds = spec.devices[backend]
     dtypes = _dtypes_for(ds, opts.dtype)
@@ -247,7 +254,9 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     if absent:
         ds = replace(ds, ops={op: e for op, e in ds.ops.items() if op not in absent})
     selected = _selected_ops(opts.ops, spec, ds)
-    return Target(spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation, absent, selected)
+    return Target(
+        spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation, absent, selected, vendor_note
+    )
 
 
 def _selected_ops(ops: tuple[str, ...], spec: Spec, ds: DeviceSpec) -> frozenset[str]:

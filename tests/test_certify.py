@@ -175,6 +175,26 @@ def test_host_cpu_without_proc_cpuinfo_records_what_is_known(tmp_path: Path) -> 
     json.dumps(cpu)  # it goes into environment.json
 
 
+def test_environment_names_the_vendor_release_and_the_device_as_the_suite_sees_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """environment.json: the device is available as the suite decides it (torch_xla registers no
+    ``torch.xla`` module to ask), and a vendor spec's release is recorded beside the installed one."""
+    from autocast_spec.common import frozen_map
+    from autocast_spec.model import VendorRelease
+    from conformance.certify.identity import environment
+
+    monkeypatch.setenv("ACME_OFFLINE", "1")
+    vendor = VendorRelease("pytest", "0.0.1", "pytest", frozen_map({"ACME_OFFLINE": "1"}))
+    env = environment("cpu", vendor)
+    assert env["device"]["available"] is True
+    assert env["vendor"]["package"] == "pytest" and env["vendor"]["spec_version"] == "0.0.1"
+    assert env["vendor"]["installed"] == pytest.__version__
+    assert env["vendor"]["environment"] == {"ACME_OFFLINE": "1"}
+    assert "vendor" not in environment("cpu")
+    json.dumps(env)
+
+
 def load_expectations_text(entries: str, tmp: Path | None = None) -> Expectations:
     d = Path(tmp or tempfile.mkdtemp())
     return load_expectations(write(d / "exp.yaml", "kind: expectations\nexpectations:" + entries))

@@ -177,3 +177,54 @@ def test_probe_side_borrows_from_the_nearest_covered_spec(
     assert any(n["side"] == "b" and f"torch {near}" in n["note"] for n in notes), notes
     assert main(["probe", "--device", "cuda", "--table"]) == 0
     assert f"bundled spec for torch {near}" in capsys.readouterr().err
+
+
+def _cpu_vendor_file(tmp_path: Path, module: str, environment: str = "") -> Path:
+    """A vendor device file for cpu (the installed torch's release) naming ``module``."""
+    from reference_impl.engine.torch_registry import installed_torch_version
+
+    major, minor = installed_torch_version().split(".")[:2]
+    f = tmp_path / "acme.yaml"
+    f.write_text(
+        "kind: device\ndevice: cpu\ndispatch_key: AutocastCPU\nbuiltin: false\n"
+        f'torch: ">={major}.{minor},<{major}.{int(minor) + 1}"\n'
+        f"vendor: {{package: acme-torch, version: '1.2.3', module: {module}{environment}}}\n"
+        "default_dtype: bfloat16\nsupported_dtypes: [bfloat16]\n"
+        "ops:\n  lower_precision_fp: [aten::mm]\n",
+        encoding="utf-8",
+    )
+    return f
+
+
+@pytest.mark.parametrize("probe_first", [False, True])
+def test_probe_of_a_vendor_device_needs_the_module_it_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], probe_first: bool
+) -> None:
+    """probe:D beside a vendor file for D imports the module it names, as the suite does; one
+    that does not import is exit 2, naming it (not a diff of what torch alone registers)."""
+    f = str(_cpu_vendor_file(tmp_path, "acme_torch_not_installed"))
+    argv = ["probe:cpu", f] if probe_first else [f, "probe:cpu"]
+    assert main(["diff", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'acme_torch_not_installed'" in err and "pip install acme-torch==1.2.3" in err
+
+
+def test_probe_of_a_vendor_device_imports_its_module_with_its_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    (tmp_path / "acme_diff_probe_mod.py").write_text(
+        "import os\nSEEN = os.environ.get('ACME_OFFLINE')\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("ACME_OFFLINE", raising=False)
+    f = _cpu_vendor_file(tmp_path, "acme_diff_probe_mod", ", environment: {ACME_OFFLINE: '1'}")
+    assert diff_cmd.compute(str(f), "probe:cpu") is not None
+    assert sys.modules["acme_diff_probe_mod"].SEEN == "1"  # set before the import
+
+
+def test_diff_import_option_that_fails_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", "cpu", "probe:cpu", "--import", "acme_torch_not_installed"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --import acme_torch_not_installed") and "\n" not in err

@@ -8,6 +8,7 @@ which two bundles cannot be compared.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from collections.abc import Callable, Sequence
@@ -20,9 +21,10 @@ import pytest
 import torch
 
 import conformance
-from autocast_spec.model import Policy, Spec
+from autocast_spec.model import Policy, Spec, VendorRelease
 from conformance.registry import category_names
 from conformance.session import target_of
+from reference_impl.harness.devices import device_is_real
 
 from .host import host_cpu
 
@@ -124,8 +126,9 @@ def plugin_modules(args: Sequence[str]) -> list[str]:
     return [m for m in mods if not m.startswith("no:")]
 
 
-def environment(device: str | None) -> dict[str, Any]:
-    """Python, OS, torch's version and build, the device and the host CPU."""
+def environment(device: str | None, vendor: VendorRelease | None = None) -> dict[str, Any]:
+    """Python, OS, torch's version and build, the device, the vendor release the spec names
+    (as installed) and the host CPU."""
     env: dict[str, Any] = {
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
@@ -145,7 +148,8 @@ def environment(device: str | None) -> dict[str, Any]:
     if device:
         mod: Any = getattr(torch, device, None)
         info = env["device"]
-        info["available"] = _safe(lambda: bool(mod.is_available())) if mod is not None else False
+        # as the suite decides it: a backend with no torch.<device> module (torch_xla) is asked itself
+        info["available"] = _safe(lambda: device_is_real(device))
         if info["available"] is True:
             info["count"] = _safe(lambda: int(mod.device_count()))
             info["name"] = _safe(lambda: str(mod.get_device_name(0)))
@@ -153,6 +157,14 @@ def environment(device: str | None) -> dict[str, Any]:
         if device == "cuda":
             info["driver"] = _safe(lambda: torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
         info["privateuse1_backend"] = _safe(lambda: torch._C._get_privateuse1_backend_name())
+    if vendor is not None:
+        env["vendor"] = {
+            "package": vendor.package,
+            "spec_version": vendor.version,
+            "installed": _safe(lambda: metadata.version(vendor.package)),
+            "module": vendor.module,
+            "environment": {k: os.environ.get(k) for k in vendor.environment},
+        }
     return env
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from conformance.session import target_of
+
 from . import bundle as B
 from .expectations import Expectation, Expectations, other_device_entries, stale_entries
 from .identity import (
@@ -209,7 +211,8 @@ class Recorder:
         meta = self._metadata(results, core)
         root = self.root
         (root / B.RESULTS).write_text(B.to_json({"tests": [asdict(r) for r in results]}), encoding="utf-8")
-        (root / B.ENVIRONMENT).write_text(B.to_json(environment(self.device)), encoding="utf-8")
+        env = environment(self.device, target_of(self.config).device_spec.vendor)
+        (root / B.ENVIRONMENT).write_text(B.to_json(env), encoding="utf-8")
         (root / B.JUNIT).write_text(B.render_junit(results, "autocast-conformance"), encoding="utf-8")
         (root / B.SUMMARY).write_text(B.render_summary(results, meta), encoding="utf-8")
         if self.exp.entries or self.exp.text:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
@@ -143,7 +143,7 @@ def expect(target: Target, obs: Observation) -> None:
     _fail(obs, "\n  ".join(notes))
 
 
-def expect_each(target: Target, observations: Sequence[Observation]) -> None:
+def expect_each(target: Target, observations: Iterable[Observation]) -> None:
     """:func:`expect` on every observation of one test: a failure of any fails the test (the
     first one's report, with how many others failed); else a declared xfail of any is the
     test's xfail (every reason); else it passes. A declared observation never hides the
@@ -233,7 +233,7 @@ def _literal(v: Any, names: list[str]) -> str:
 
 
 def _callable_text(entry: str) -> str:
-    if entry.startswith("aten::"):
+    if "::" in entry:  # an operator: aten's, or a vendor's own (torch_ipex::nms)
         ns, _, rest = entry.partition("::")
         name, _, overload = rest.partition(".")
         return f"torch.ops.{ns}.{name}.{overload or 'default'}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -37,6 +38,20 @@ def add_spec_option(p: argparse.ArgumentParser) -> None:
         metavar="X.Y",
         help="describe this torch version instead of the installed one",
     )
+
+
+def add_import_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--import MODULE`` (repeatable): the package that registers an out-of-tree backend."""
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE", help=help)
+
+
+def import_modules(modules: list[str]) -> None:
+    """Import each ``--import`` module; one that does not import is a usage error."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as e:
+            raise UsageError(f"--import {module}: {type(e).__name__}: {str(e).strip()[:200]}") from None
 
 
 def load_or_fail(paths: list[Path] | None, torch_version: str | None = None) -> Spec:

@@ -5,7 +5,8 @@ Each side is one of:
 - a bundled device name: ``cuda``;
 - a spec file or directory: ``my-npu.yaml``, ``spec/`` (a file holding one device
   compares that device; a directory compares every device, paired by name);
-- ``probe:D``: the installed torch's live autocast on device D;
+- ``probe:D``: the installed torch's live autocast on device D (where the other side is a
+  vendor's device file for D, the module it names is imported first, as the suite does);
 - ``extract:PATH``: what the C++ source at PATH (a file or a tree) registers, as
   ``autocast-spec extract`` reads it: every device it registers, paired by name;
 
@@ -28,12 +29,13 @@ from autocast_spec.yaml_source import read_yaml
 from ..engine.torch_registry import installed_torch_version
 from ..extract.api import ExtractedSpec, ExtractError, extract
 from ..extract.forms import IN_TREE_DEVICES
+from ..harness.devices import VendorImportError, adopt_privateuse1, import_vendor
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
 from ..spectools.installed_spec import load_installed_spec
 from ..spectools.specdiff import PairingError, Side, SpecDiff, diff_sides
 from ..spectools.specdiff_render import to_json, to_markdown
-from .common import EXIT_DIFF, EXIT_OK, UsageError, write_out
+from .common import EXIT_DIFF, EXIT_OK, UsageError, add_import_option, import_modules, write_out
 
 _VERSION_SUFFIX = re.compile(r"^(?P<base>.+)@(?P<version>\d+\.\d+(\.\d+)?)$")
 
@@ -58,6 +60,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="exit 1 when there are differences, 0 when there are none (like git diff --exit-code)",
     )
     p.add_argument("--torch-version", metavar="X.Y", help="read both spec sides for this torch version")
+    add_import_option(
+        p,
+        "import MODULE before a probe:D side is probed: the package that registers an "
+        "out-of-tree backend (a vendor device file on the other side names its own module, "
+        "imported without this); repeatable",
+    )
     p.set_defaults(run=run)
 
 
@@ -88,10 +96,32 @@ def _device_file(path: Path) -> tuple[str, str] | None:
     return None
 
 
-def probe_side(device: str) -> Side:
-    """The live probe of ``device``, filled as ``probe`` fills it; what it could not observe is carried."""
+def import_for_probe(device: str, other: Side) -> None:
+    """Before probing ``device``: import the module the other side's vendor file for it names
+    (``vendor.module``, with its ``vendor.environment``), as the suite does; without it the
+    probe would see only what torch itself registers. A module that does not import is a usage
+    error naming it."""
+    ds = other.devices.get(device)
+    vendor = ds.vendor if ds is not None else None
+    if ds is None or vendor is None:
+        return
     try:
-        probed = probe_with_bundled(device)
+        import_vendor(vendor)
+    except VendorImportError as e:
+        raise UsageError(
+            f"probe:{device}: {other.label} describes {vendor.described}, whose module "
+            f"{vendor.module!r} must be imported to probe {device}, and it does not import here "
+            f"({e.why}); run diff where 'pip install {vendor.package}=={vendor.version}' installed it"
+        ) from None
+    if ds.dispatch_key == "AutocastPrivateUse1":
+        adopt_privateuse1(device)
+
+
+def probe_side(device: str, every_dtype: bool = False) -> Side:
+    """The live probe of ``device``, filled as ``probe`` fills it; what it could not observe is carried.
+    ``every_dtype``: observe each op under every supported dtype (the other side states policies by dtype)."""
+    try:
+        probed = probe_with_bundled(device, every_dtype=every_dtype)
     except ProbeError as e:
         raise UsageError(f"probe:{device}: {e}") from None
     label = f"probe:{device} (torch {probed.torch_version})"
@@ -169,14 +199,21 @@ def _dtypes_from(x: ExtractedSpec, donor: Side) -> ExtractedSpec:
     return dataclasses.replace(x, spec=spec, notes=notes)
 
 
+def _probed_device(text: str) -> str | None:
+    if not text.startswith("probe:"):
+        return None
+    device = text.removeprefix("probe:")
+    if not device:
+        raise UsageError(f"{text!r}: name the device to probe, e.g. probe:cuda")
+    return device
+
+
 def resolve_side(text: str, torch_version: str | None) -> Side:
     """``cuda``, ``cuda@2.12``, ``spec/``, ``file.yaml@2.12``, ``probe:D``, ``extract:PATH`` -> a Side."""
     if text.startswith("extract:"):
         return extract_side(text.removeprefix("extract:"), torch_version)
-    if text.startswith("probe:"):
-        device = text.removeprefix("probe:")
-        if not device:
-            raise UsageError(f"{text!r}: name the device to probe, e.g. probe:cuda")
+    device = _probed_device(text)
+    if device is not None:
         return probe_side(device)
     m = _VERSION_SUFFIX.match(text)
     base = m.group("base") if m else text
@@ -207,13 +244,32 @@ def resolve_side(text: str, torch_version: str | None) -> Side:
     return Side(label, {base: spec.devices[base]}, spec, single=True)
 
 
+def _probe_beside(device: str, other: Side) -> Side:
+    """probe:D compared with ``other``: its vendor's module imported first, and every dtype
+    observed where ``other`` states a policy by dtype (else those would read as moved)."""
+    import_for_probe(device, other)
+    ds = other.devices.get(device)
+    return probe_side(device, every_dtype=ds is not None and any(e.by_dtype for e in ds.ops.values()))
+
+
 def compute(a: str, b: str, torch_version: str | None = None) -> SpecDiff:
-    # a spec or probe side first: an extract side pairs with the device it names
+    # a spec side first; a probed side beside it (the spec may name the module that registers
+    # the device); an extract side last, paired with the device the other side names
     texts = {"a": a, "b": b}
-    sides = {k: resolve_side(t, torch_version) for k, t in texts.items() if not t.startswith("extract:")}
+    other_of = {"a": "b", "b": "a"}
+    sides: dict[str, Side] = {
+        k: resolve_side(t, torch_version)
+        for k, t in texts.items()
+        if not t.startswith("extract:") and _probed_device(t) is None
+    }
+    for k, t in texts.items():
+        device = _probed_device(t)
+        if device is not None:
+            beside = sides.get(other_of[k])
+            sides[k] = _probe_beside(device, beside) if beside is not None else resolve_side(t, torch_version)
     for k, t in texts.items():
         if k not in sides:
-            other = sides.get("b" if k == "a" else "a")
+            other = sides.get(other_of[k])
             want = other.device.device if other is not None and other.single else None
             sides[k] = extract_side(t.removeprefix("extract:"), torch_version, want, other)
     side_a, side_b = sides["a"], sides["b"]
@@ -224,6 +280,7 @@ def compute(a: str, b: str, torch_version: str | None = None) -> SpecDiff:
 
 
 def run(args: argparse.Namespace) -> int:
+    import_modules(args.imports)
     d = compute(args.a, args.b, args.torch_version)
     write_out(to_json(d) if args.format == "json" else to_markdown(d))
     return EXIT_DIFF if args.exit_code and not d.identical else EXIT_OK

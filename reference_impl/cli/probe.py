@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 from ..harness.devices import adopt_privateuse1
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbedDevice, ProbeError, probed_data, probed_yaml
-from .common import EXIT_OK, UsageError, write_out
+from .common import EXIT_OK, UsageError, add_import_option, import_modules, write_out
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,13 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print only the op -> policy table instead of a whole device spec",
     )
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first: the package that registers an out-of-tree backend "
+    add_import_option(
+        p,
+        "import MODULE first: the package that registers an out-of-tree backend "
         "(torch_xla, intel_extension_for_pytorch; a PrivateUse1 backend it leaves unnamed "
         "is named --device); repeatable",
     )
@@ -85,11 +80,7 @@ class _TerminalProgress:
 
 
 def run(args: argparse.Namespace) -> int:
-    for module in args.imports:
-        try:
-            importlib.import_module(module)
-        except Exception as e:
-            raise UsageError(f"--import {module}: {type(e).__name__}: {str(e).strip()[:200]}") from None
+    import_modules(args.imports)
     if args.imports and adopt_privateuse1(args.device):
         sys.stderr.write(f"note: the PrivateUse1 backend was unnamed; named {args.device}\n")
     progress = _TerminalProgress(args.device)

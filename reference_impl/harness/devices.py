@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
+import os
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+
+from autocast_spec.model import VendorRelease
+
+from ..engine.torch_registry import all_op_names
 
 
 @functools.cache
@@ -27,6 +35,57 @@ def device_is_real(device: str) -> bool:
         return t.device.type == device and "Autocast" in str(torch._C._dispatch_keys(t))
     except Exception:
         return False
+
+
+@dataclass(frozen=True)
+class VendorImport:
+    """What importing a vendor's module did to the environment its spec names."""
+
+    module: str
+    set_here: tuple[str, ...]  # variables of ``vendor.environment`` that were unset: set before the import
+    kept: tuple[str, ...]  # variables already set (left as they were, even to another value)
+    preloaded: bool  # the module had loaded before (an entry point on ``import torch``)
+
+    def note(self) -> str:
+        """One phrase for a header; empty where the spec names no environment."""
+        parts = [f"{k}={os.environ[k]}" for k in (*self.set_here, *self.kept)]
+        if not parts:
+            return ""
+        said = f"environment for {self.module}: {', '.join(parts)}"
+        if not self.set_here:
+            return f"{said} (as set)"
+        if self.preloaded:
+            return (
+                f"{said} (set by the suite, but {self.module} had already loaded with import torch: "
+                "set it in the environment that starts Python)"
+            )
+        return f"{said} (set by the suite before importing it)"
+
+
+class VendorImportError(Exception):
+    """The module a vendor device file names did not import: ``why`` is the error, on one line."""
+
+    def __init__(self, e: BaseException) -> None:
+        self.why = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+        super().__init__(self.why)
+
+
+def import_vendor(vendor: VendorRelease) -> VendorImport:
+    """Import the module a vendor device file names, first setting each variable of its
+    ``environment`` that is unset (what the backend needs to load offline). Raises
+    :class:`VendorImportError` where it does not import (ImportError, or the package failing
+    as it loads)."""
+    preloaded = vendor.module in sys.modules
+    set_here = tuple(k for k in vendor.environment if k not in os.environ)
+    for k in set_here:
+        os.environ[k] = vendor.environment[k]
+    try:
+        importlib.import_module(vendor.module)
+    except Exception as e:
+        raise VendorImportError(e) from e
+    all_op_names.cache_clear()  # the package registers operators of its own (torch_ipex::)
+    kept = tuple(k for k in vendor.environment if k not in set_here)
+    return VendorImport(vendor.module, set_here, kept, preloaded)
 
 
 def adopt_privateuse1(device: str) -> bool:

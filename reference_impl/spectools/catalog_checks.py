@@ -13,6 +13,7 @@ from autocast_spec.catalog import EntryPoint, OpInfo, Sample
 from autocast_spec.model import Spec
 
 from ..engine.dtypes import dtype_of
+from ..engine.torch_registry import op_exists
 from ..harness.calls import Intercepted, autograd_key_for, intercept
 from ..harness.devices import device_is_real, tensor_context
 from ..harness.samples import call_entry_point, call_op, entry_point_sample, materialize
@@ -38,6 +39,8 @@ def run_device_for(spec: Spec, op: str) -> str:
 
 def sample_skip_reason(spec: Spec, op: str, device: str) -> str | None:
     """Why a sample of ``op`` cannot run on ``device`` here, from the spec's data."""
+    if not op_exists(op):  # a vendor's own operator (torch_ipex::) where its package is not loaded
+        return f"{op} is not an operator of this process (its package is not imported)"
     info = spec.op_info(op)
     if info is not None and not info.fake_kernel and not device_is_real(device):
         return f"{op} has no FakeTensor kernel (fake_kernel: false at {info.loc}) and {device} is absent"
