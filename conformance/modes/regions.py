@@ -38,7 +38,7 @@ from reference_impl.harness.samples import output_tensors
 from ..kit.case import Case
 from ..kit.verdict import Observation, first_line, not_applicable
 from ..target import Target
-from .batch import EMULATE, Pass
+from .batch import DEFAULT_CONFIG, EMULATE, Pass
 from .ops import passes
 from .values import values_observation
 
@@ -147,7 +147,7 @@ class RegionCase:
 
     @property
     def id(self) -> str:
-        pass_ = "" if self.config == "default" else f"-{self.config}"
+        pass_ = "" if self.config == DEFAULT_CONFIG else f"-{self.config}"
         return f"compile{pass_}-{self.region}-{self.dtype}"
 
 
@@ -212,7 +212,12 @@ def region_matches_eager(target: Target, rc: RegionCase, backend: str) -> Observ
         eager = program.fn(target.device, dtype, *program_inputs(program, target.device))
     except Exception as exc:
         return Observation(
-            case, REGION, "eager autocast raised on the region program", "a result", outcome_label(exc)
+            case,
+            REGION,
+            "eager autocast raised on the region program",
+            "a result",
+            outcome_label(exc),
+            reproduce=reproduce,
         )
     got = run_compiled(program, target.device, dtype, Pass(backend, rc.config))
     where = f"compile ({backend}, {rc.config}) region {rc.region} (autocast {rc.dtype})"
