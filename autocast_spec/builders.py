@@ -209,7 +209,8 @@ def build_value_divergences(doc: YamlDocument, app: Applicability) -> list[Value
     """A jit document's ``value_divergences`` that apply to the release read."""
     return [
         ValueDivergence(
-            op=d["op"],
+            op=d.get("op"),
+            region=d.get("region"),
             mode=d["mode"],
             max_error=float(d["max_error"]),
             reason=d["reason"],

@@ -267,10 +267,10 @@ class Divergence:
 
 @dataclass(frozen=True)
 class ValueDivergence:
-    """A declared difference of one op's output values in a compiled mode from eager autocast:
-    xfail while the error stays within ``max_error``, a failure beyond it."""
+    """A declared difference of the output values of one op, or of one region program (several
+    ops compiled as one graph, ``conformance/modes/regions.py``), in a compiled mode from eager
+    autocast: xfail while the error stays within ``max_error``, a failure beyond it."""
 
-    op: str
     mode: str  # compile | export | aoti
     max_error: float  # the largest absolute error observed: the bound
     reason: str
@@ -282,14 +282,25 @@ class ValueDivergence:
     inputs: str | None = None  # float32 | lower; None: both
     backend: str | None = None  # the torch.compile backend; None: any
     seen_on: str | None = None
+    op: str | None = None  # the op; None: a region's (``region``)
+    region: str | None = None  # the region program's id, instead of an op
 
     def covers(self, mode: str, backend: str, config: str, op: str, dtype: str, inputs: str) -> bool:
-        """Does it declare this run (the host aside: :meth:`holds_on`)?"""
+        """Does it declare this run of ``op`` (the host aside: :meth:`holds_on`)?"""
         return (
-            (self.mode, self.config, self.op) == (mode, config, op)
+            self.op is not None
+            and (self.mode, self.config, self.op) == (mode, config, op)
             and self.backend in (None, backend)
             and self.dtype in (None, dtype)
             and self.inputs in (None, inputs)
+        )
+
+    def covers_region(self, backend: str, config: str, region: str, dtype: str) -> bool:
+        """Does it declare this run of the region program ``region`` (mode compile)?"""
+        return (
+            (self.mode, self.config, self.region) == ("compile", config, region)
+            and self.backend in (None, backend)
+            and self.dtype in (None, dtype)
         )
 
     def holds_on(self, host: str) -> bool:

@@ -38,7 +38,7 @@ from .categories import (
     unlisted,
 )
 from .kit.case import Case, listed
-from .modes import exceptions, gradients, ops, scenarios
+from .modes import exceptions, gradients, ops, regions, scenarios
 from .target import Target
 
 Generator = Callable[[Target], list[Case]]
@@ -158,7 +158,13 @@ CATEGORIES: tuple[Category, ...] = (
 BY_NAME: dict[str, Category] = {c.name: c for c in CATEGORIES}
 GENERATORS: dict[str, Generator] = {g: fn for c in CATEGORIES for g, fn in c.generators.items()}
 # The checks of the execution modes (the jit category's): they live in conformance/modes/.
-MODE_CHECKS = (ops.MATCHES_EAGER, gradients.GRADIENTS, exceptions.EXCEPTION_STATE, scenarios.LIMITATION)
+MODE_CHECKS = (
+    ops.MATCHES_EAGER,
+    regions.REGION,
+    gradients.GRADIENTS,
+    exceptions.EXCEPTION_STATE,
+    scenarios.LIMITATION,
+)
 # The coverage category's checks (conformance/test_coverage.py, on this registry).
 OP_HAS_TESTS = "coverage.op_has_tests"
 RULE_HAS_TESTS = "coverage.rule_has_tests"

@@ -1,14 +1,14 @@
 """--mode script|trace|compile|export|aoti: every catalogued op of the backend through the mode against
-eager autocast (conformance/modes/ops.py), gradients through a compiled region
-(modes/gradients.py), and the state an exception escaping a region leaves (modes/exceptions.py).
-Deselected when only eager is chosen."""
+eager autocast (conformance/modes/ops.py), small multi-op regions compiled as one graph
+(modes/regions.py), gradients through a compiled region (modes/gradients.py), and the state an
+exception escaping a region leaves (modes/exceptions.py). Deselected when only eager is chosen."""
 
 from __future__ import annotations
 
 import pytest
 
 from conformance.kit.verdict import expect, expect_each
-from conformance.modes import aoti, exceptions, export, gradients, ops
+from conformance.modes import aoti, exceptions, export, gradients, ops, regions
 from conformance.modes.plugin import compile_backend, selected_modes
 from conformance.session import target_of
 from conformance.target import Target
@@ -24,6 +24,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         slow = [pytest.mark.slow]  # an AOTInductor package per batch: a C++ build, minutes cold
         params = [pytest.param(c, id=c.id, marks=slow if c.mode == "aoti" else ()) for c in cases]
         metafunc.parametrize("mode_case", params)
+    if "region_case" in metafunc.fixturenames:
+        rcases = regions.region_cases(target, modes, compile_backend(metafunc.config))
+        metafunc.parametrize("region_case", rcases, ids=[c.id for c in rcases])
     if "grad_case" in metafunc.fixturenames:
         grads = gradients.grad_cases(target) if "compile" in modes else []
         metafunc.parametrize("grad_case", grads, ids=[c.id for c in grads])
@@ -37,6 +40,12 @@ def test_mode_matches_eager(target: Target, mode_case: ops.ModeCase, request: py
         expect(target, aoti.matches_eager(target, mode_case))
         return
     expect(target, ops.matches_eager(target, mode_case, compile_backend(request.config)))
+
+
+def test_region_matches_eager(
+    target: Target, region_case: regions.RegionCase, request: pytest.FixtureRequest
+) -> None:
+    expect(target, regions.region_matches_eager(target, region_case, compile_backend(request.config)))
 
 
 def test_mode_gradients_match_eager(

@@ -123,3 +123,25 @@ def test_present_entry_is_caught_only_through_its_known_bug() -> None:
     ):
         clean = SuiteRun(entry.selection, None, 0, {t: "skipped", "t2": "passed"}, "", reasons=reasons)
         assert evaluate(entry, p, clean, None).status == status, reasons
+
+
+def test_a_value_finding_is_caught_only_through_its_declared_divergence() -> None:
+    """A finding of values counts as caught when the clean run reports the value divergence its
+    entry names, citing the entry's url; another region's, another source's, none: a miss."""
+    entry = next(e for e in ENTRIES if e.kind == "present" and e.value_divergence)
+    p = Witness(clean=entry.present)
+    t = "conformance/test_modes.py::test_region_matches_eager[a]"
+    mine = (
+        f"declared value divergence: compile (inductor, emulate_precision_casts) region "
+        f"{entry.value_divergence} (autocast bfloat16): max abs error 0.0078 (declared 0.00782): why "
+        f"[condition: host any, emulate_precision_casts; {entry.url}]"
+    )
+    for reasons, status in (
+        ({t: mine}, "caught"),
+        ({t: mine.replace(entry.url, "https://github.com/x/y/issues/1")}, "missed"),
+        ({t: mine.replace(f" {entry.value_divergence} ", " another-region ")}, "missed"),
+        ({t: f"known bug x ({entry.url}): why"}, "missed"),
+        ({}, "missed"),
+    ):
+        clean = SuiteRun(entry.selection, None, 0, {t: "skipped", "t2": "passed"}, "", reasons=reasons)
+        assert evaluate(entry, p, clean, None).status == status, reasons

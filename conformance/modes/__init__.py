@@ -8,15 +8,16 @@ The words, each with one meaning:
 * a **divergence** is a declared difference of one op's result in a mode from eager
   autocast: its dtypes (``mode_divergences``: ``spec/jit.yaml`` for TorchScript, trace and
   ``aot_eager``, ``spec/compiled.yaml`` for inductor, export and AOTInductor) or its values
-  (``spec/compiled.yaml`` ``value_divergences``);
+  (``spec/compiled.yaml`` ``value_divergences``, which also declare a region program's
+  values, by ``region:``);
 * a **limitation** is an entry of ``spec/jit.yaml`` ``limitations``, and its **scenario**
   the small program that reproduces it.
 
 Modules: :mod:`.plugin` (the options), :mod:`.run` (:func:`run_in_mode`, the documented
 entry point), :mod:`.ops` (every catalogued op in a mode against eager), :mod:`.gradients`
 (backward through a compiled region), :mod:`.export` and :mod:`.aoti` (exported programs and
-AOTInductor packages), :mod:`.exceptions` (an exception escaping a region),
-:mod:`.scenarios` (the limitations).
+AOTInductor packages), :mod:`.regions` (small multi-op regions compiled as one graph),
+:mod:`.exceptions` (an exception escaping a region), :mod:`.scenarios` (the limitations).
 """
 
 from __future__ import annotations

@@ -125,9 +125,14 @@ class SuiteRun:
     def passed(self) -> list[str]:
         return sorted(t for t, r in self.results.items() if r == "passed")
 
-    def xfailed_with(self, prefix: str) -> list[str]:
-        """Tests reported xfail with a reason starting ``prefix`` (short ids)."""
-        return sorted(short(t) for t, why in self.reasons.items() if why.startswith(prefix))
+    def xfailed_with(self, prefix: str, *containing: str) -> list[str]:
+        """Tests reported xfail with a reason starting ``prefix`` and holding each of
+        ``containing`` (short ids)."""
+        return sorted(
+            short(t)
+            for t, why in self.reasons.items()
+            if why.startswith(prefix) and all(c in why for c in containing)
+        )
 
     def killers(self) -> list[str]:
         """The failed tests that fail whatever the random draw (short ids)."""

@@ -50,6 +50,9 @@ class Entry:
     expected: str = "missed"
     check: str | None = None  # for missed entries: the check that would catch it
     known_bug: str | None = None  # present entries: the spec's known_bugs id (rules.yaml) its check reports
+    # present entries: the op or region of a spec/compiled.yaml value_divergences entry citing the
+    # entry's url, which its check reports (a value difference has no single observed label)
+    value_divergence: str | None = None
 
     @property
     def kind(self) -> str:
@@ -100,6 +103,12 @@ def spec_known_bugs() -> set[str]:
     return {b["id"] for b in rules.get("known_bugs") or []}
 
 
+def spec_value_divergences() -> set[tuple[str, str]]:
+    """(op or region, source) of ``spec/compiled.yaml`` ``value_divergences``, all releases."""
+    doc = yaml.safe_load((ROOT / "spec" / "compiled.yaml").read_text(encoding="utf-8"))
+    return {(d.get("op") or d["region"], d["source"]) for d in doc.get("value_divergences") or []}
+
+
 def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
     """Problems with the corpus (empty: fine)."""
     from .registry import registered
@@ -129,10 +138,17 @@ def check_corpus(entries: tuple[Entry, ...] = ENTRIES) -> list[str]:
             problems.append(f"{where} expected must be one of {EXPECTED}")
         if e.expected == "missed" and not e.check:
             problems.append(f"{where} a missed entry names the check that would catch it")
-        if e.kind == "present" and e.expected == "caught" and e.known_bug not in spec_known_bugs():
+        if e.kind == "present" and e.expected == "caught" and e.value_divergence is not None:
+            if (e.value_divergence, e.url) not in spec_value_divergences():
+                problems.append(
+                    f"{where} value_divergence must name the op or region of a spec/compiled.yaml "
+                    f"value_divergences entry whose source is {e.url}"
+                )
+        elif e.kind == "present" and e.expected == "caught" and e.known_bug not in spec_known_bugs():
             problems.append(
                 f"{where} a bug the installed torch has is caught only as a declared known bug its check "
-                f"reports xfail: known_bug must name an id of spec/rules.yaml known_bugs"
+                f"reports xfail: known_bug must name an id of spec/rules.yaml known_bugs (or "
+                f"value_divergence: a declared value divergence citing the entry)"
             )
         if not e.files or not e.options:
             problems.append(f"{where} needs a selection (options and files)")

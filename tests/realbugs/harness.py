@@ -4,10 +4,11 @@
 checks every entry three ways: (a) its witness shows the deviation (with and without the
 replay the results differ; for a bug torch itself still has, the witness shows what the
 corpus records), (b) the entry's suite selection fails with the replay (exit 1 with test
-failures) or, for a bug the installed torch has, the clean run reports the spec's declared
-known bug (tests xfailed with the reason ``known bug <id> ...``, the id the entry's
-``known_bug`` names), (c) the same selection passes without it (one clean run per
-distinct selection). It prints the table (Markdown, as in docs/proving.md) and
+failures) or, for a bug the installed torch has, the clean run reports the spec's declaration
+(tests xfailed with the reason ``known bug <id> ...``, the id the entry's ``known_bug`` names,
+or with a declared value divergence of the op or region the entry's ``value_divergence``
+names that cites the entry's url), (c) the same selection passes without it (one clean run
+per distinct selection). It prints the table (Markdown, as in docs/proving.md) and
 ``real bugs caught: K/N``, and exits 1 on an error (a replay that changes nothing, a
 clean run that fails) or an entry whose outcome differs from its ``expected``.
 """
@@ -102,10 +103,14 @@ def evaluate(entry: Entry, p: Witness | None, clean: SuiteRun | None, replayed: 
 
 
 KNOWN_BUG_PREFIX = "known bug "  # conformance.kit.verdict.XFAIL_PREFIX
+DECLARED_VALUES_PREFIX = "declared value divergence: "  # conformance.modes.values.DECLARED_VALUES
 
 
 def reported(entry: Entry, run_: SuiteRun) -> list[str]:
-    """The tests of a clean run that report a present entry: xfailed with its declared known bug."""
+    """The tests of a clean run that report a present entry: xfailed with its declared known bug,
+    or with a declared value divergence of its op or region that cites the entry's url."""
+    if entry.value_divergence:
+        return run_.xfailed_with(DECLARED_VALUES_PREFIX, f" {entry.value_divergence} ", entry.url)
     if not entry.known_bug:
         return []
     return run_.xfailed_with(f"{KNOWN_BUG_PREFIX}{entry.known_bug} ")
@@ -123,7 +128,8 @@ def cell(o: Outcome | None, entry: Entry, limit: int = 2) -> str:
         if entry.kind == "present":
             k = reported(entry, r)
             more = f" and {len(k) - limit} more" if len(k) > limit else ""
-            return "xfail (known bug): " + ", ".join(f"`{t}`" for t in k[:limit]) + more
+            kind = "declared value divergence" if entry.value_divergence else "known bug"
+            return f"xfail ({kind}): " + ", ".join(f"`{t}`" for t in k[:limit]) + more
         k = r.killers() or [short(t) for t in r.failed]
         more = f" and {len(r.failed) - limit} more" if len(r.failed) > limit else ""
         return ", ".join(f"`{t}`" for t in k[:limit]) + more

@@ -1,0 +1,247 @@
+"""Small multi-op autocast regions compiled as one graph against eager autocast (``test_modes.py``).
+
+``--mode compile`` compiles each catalogued op on its own inputs, which autocast casts to one
+dtype: no graph there holds a lower-precision op's output meeting a float32 tensor, or a
+float32 result that a lower-precision op rounds. A compiler's fusions and decompositions work
+on exactly those graphs (pytorch#164455: inductor fused a bias-free linear's bfloat16 output
+and a float32 residual into one mixed-dtype addmm; pytorch#168126: inductor's layer_norm
+decomposition differs from the kernel in float32's last bits, which the next linear's rounding
+amplifies). A **region program** is such a graph, as users compile it: a few ops inside one
+``torch.autocast`` region (:data:`PROGRAMS`).
+
+Cases (with ``--mode compile``): per program, dtype under test and pass of the run's
+``--compile-backend`` (inductor: its default configuration and ``emulate_precision_casts``),
+where ``--op`` selects one of the program's ops; and every program a declaration names.
+Procedure: the program eagerly under ``torch.autocast`` and through ``torch.compile``
+(``fullgraph``, a graph of its own per pass), on the same inputs (float32, seeded).
+Expectation: the output dtypes exactly as eager's (a difference or an error: a known bug of
+``spec/rules.yaml`` for check ``modes.region``, with its release range); then the values within
+the tolerance of the program's last op (default pass) or bitwise (a pass that rounds where eager
+rounds), or as ``spec/compiled.yaml`` ``value_divergences`` declares with ``region:``
+(:mod:`.values`: xfail within the declared ``max_error``, a failure beyond it).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from autocast_spec.model import Spec, ValueDivergence
+from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.harness.samples import output_tensors
+
+from ..kit.case import Case
+from ..kit.verdict import Observation, first_line, not_applicable
+from ..target import Target
+from .batch import DEFAULT_CONFIG, EMULATE, Pass
+from .ops import passes
+from .values import values_observation
+
+REGION = "modes.region"
+
+
+# ---------------------------------------------------------------------------
+# The programs: ``fn(device, dtype, *tensors)`` with its region inside
+# ---------------------------------------------------------------------------
+
+
+def linear_plus_float32_residual(device: str, dtype: torch.dtype, x: Any, w: Any, residual: Any) -> Any:
+    with torch.autocast(device, dtype=dtype):
+        return residual + F.linear(x, w)  # a lower-precision output added to a float32 tensor
+
+
+def layer_norm_linear(device: str, dtype: torch.dtype, x: Any, g: Any, b: Any, w: Any) -> Any:
+    with torch.autocast(device, dtype=dtype):
+        return F.linear(F.layer_norm(x, (x.shape[-1],), g, b), w)  # a float32 result rounded
+
+
+def attention_block(device: str, dtype: torch.dtype, x: Any, wq: Any, wk: Any, wv: Any) -> Any:
+    with torch.autocast(device, dtype=dtype):
+        q, k, v = F.linear(x, wq), F.linear(x, wk), F.linear(x, wv)
+        scores = torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, dim=-1)
+        return scores @ v
+
+
+Randn = Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A region program: ``fn``, the shapes of its float32 inputs (``inputs(randn)``), and the
+    catalogued ops it calls in order (``--op`` selects it by any; the last one's tolerance
+    judges its values)."""
+
+    id: str
+    fn: Callable[..., Any]
+    inputs: Callable[[Randn], tuple[torch.Tensor, ...]]
+    ops: tuple[str, ...]
+    summary: str
+
+
+PROGRAMS: dict[str, Program] = {
+    p.id: p
+    for p in (
+        Program(
+            "linear-plus-float32-residual",
+            linear_plus_float32_residual,
+            lambda r: (r(8, 16), r(16, 16) / 4, r(8, 16)),
+            ("aten::linear", "aten::add.Tensor"),
+            "a bias-free linear's output added to a float32 residual (pytorch#164455's pattern)",
+        ),
+        Program(
+            "layer-norm-linear",
+            layer_norm_linear,
+            lambda r: (r(1024, 128), r(128) / 10 + 1, r(128) / 10, r(128, 128) / 128**0.5),
+            ("aten::layer_norm", "aten::linear"),
+            "a dim-128 layer_norm feeding a bias-free linear (pytorch#168126's pattern)",
+        ),
+        Program(
+            "attention-block",
+            attention_block,
+            lambda r: (r(2, 16, 32), *(r(32, 32) / 32**0.5 for _ in range(3))),
+            ("aten::linear", "aten::softmax.int", "aten::matmul"),
+            "q, k, v linears, softmax of the scaled scores, and the product with v",
+        ),
+    )
+}
+
+
+def program_inputs(program: Program, device: str) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(0)
+    tensors = program.inputs(lambda *shape: torch.randn(*shape, generator=gen))
+    return tuple(t.to(device) for t in tensors)
+
+
+def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with a code object of its own: Dynamo caches graphs per code object, and each pass
+    needs its own graph, compiled under the pass's configuration."""
+    return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__)
+
+
+def run_compiled(program: Program, device: str, dtype: torch.dtype, how: Pass) -> Any:
+    """The program compiled under ``how`` (a new graph) and run: its result, or its error."""
+    tensors = program_inputs(program, device)
+    compiled = torch.compile(fresh(program.fn), backend=how.backend, dynamic=False, fullgraph=True)
+    try:
+        with how.configured():
+            return compiled(device, dtype, *tensors)
+    except Exception as exc:  # the compiler's failure is an observation
+        return exc
+
+
+# ---------------------------------------------------------------------------
+# Cases and the check
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegionCase:
+    region: str
+    dtype: str
+    config: str  # the pass (batch.CONFIGS)
+
+    @property
+    def id(self) -> str:
+        pass_ = "" if self.config == DEFAULT_CONFIG else f"-{self.config}"
+        return f"compile{pass_}-{self.region}-{self.dtype}"
+
+
+def declared_regions(spec: Spec) -> set[str]:
+    return {d.region for d in spec.value_divergences if d.region is not None}
+
+
+def region_cases(target: Target, modes: tuple[str, ...], backend: str) -> list[RegionCase]:
+    """Every selected program (and every program a declaration names), per dtype and pass."""
+    if "compile" not in modes:
+        return []
+    chosen = {p.id for p in PROGRAMS.values() if any(target.selects(op) for op in p.ops)}
+    return [
+        RegionCase(region, dtype, config)
+        for region in sorted(chosen | declared_regions(target.spec))
+        for dtype in target.dtypes
+        for config in passes("compile", backend)
+    ]
+
+
+def find_region_divergence(spec: Spec, backend: str, rc: RegionCase) -> ValueDivergence | None:
+    return next(
+        (d for d in spec.value_divergences if d.covers_region(backend, rc.config, rc.region, rc.dtype)),
+        None,
+    )
+
+
+def outcome_label(result: Any) -> str:
+    """Output dtypes (comma-joined), or ``error: <first line>`` (what a known bug declares)."""
+    if isinstance(result, BaseException):
+        return f"error: {first_line(result)}"
+    return ",".join(dtype_name(t.dtype) for t in output_tensors(result))
+
+
+def reproduction(target: Target, backend: str, rc: RegionCase) -> str:
+    return (
+        f"pytest conformance --backend {target.device} --dtype {rc.dtype} --mode compile "
+        f"--compile-backend {backend} -m mode_check -k 'region_matches_eager and {rc.id}'"
+    )
+
+
+def region_matches_eager(target: Target, rc: RegionCase, backend: str) -> Observation:
+    """The program compiled under the case's pass against eager autocast: dtypes, then values."""
+    program = PROGRAMS.get(rc.region)
+    entry = f"{__name__}.{program.fn.__name__}" if program is not None else ""
+    case = Case("jit", target.device, rc.dtype, op=f"region {rc.region}", entry=entry)
+    reproduce = reproduction(target, backend, rc)
+    if program is None:
+        return Observation(
+            case,
+            REGION,
+            f"spec/compiled.yaml declares region {rc.region!r}, which no program of "
+            "conformance/modes/regions.py is: fix the id or add the program",
+            "a program",
+            "none",
+            reproduce=reproduce,
+        )
+    if target.policy_only:
+        not_applicable("--policy-only: a compiled region needs the backend's kernels")
+    dtype = dtype_of(rc.dtype)
+    try:
+        eager = program.fn(target.device, dtype, *program_inputs(program, target.device))
+    except Exception as exc:
+        return Observation(
+            case,
+            REGION,
+            "eager autocast raised on the region program",
+            "a result",
+            outcome_label(exc),
+            reproduce=reproduce,
+        )
+    got = run_compiled(program, target.device, dtype, Pass(backend, rc.config))
+    where = f"compile ({backend}, {rc.config}) region {rc.region} (autocast {rc.dtype})"
+    dtypes = Observation(
+        case,
+        REGION,
+        f"{where} gives other output dtypes than eager autocast",
+        outcome_label(eager),
+        outcome_label(got),
+        facts={"program": program.summary},
+        reproduce=reproduce,
+    )
+    if dtypes.expected != dtypes.observed:
+        return dtypes
+    tolerance = None if rc.config == EMULATE else target.spec.tolerance(program.ops[-1], rc.dtype)
+    return values_observation(
+        case,
+        REGION,
+        where,
+        eager,
+        got,
+        tolerance,
+        (),
+        find_region_divergence(target.spec, backend, rc),
+        reproduce,
+        {"region": rc.region, "dtype": rc.dtype, "mode": "compile", "backend": backend, "config": rc.config},
+    )
