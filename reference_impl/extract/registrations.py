@@ -18,6 +18,7 @@ from .conditions import Cond
 from .forms import Form, FormError, device_of_key, impl_call, is_registration_macro, kernel_macro, split_args
 from .lexer import Token, spell, string_value
 from .macros import collect_args
+from .outside import Span, check_outside, short_text
 from .preprocess import Problem, Unit
 from .statements import ordinary_statement
 
@@ -63,11 +64,6 @@ def _conds(tokens: list[Token]) -> tuple[Cond, ...]:
             if isinstance(c, Cond):
                 seen[c] = None
     return tuple(seen)
-
-
-def _text(tokens: list[Token], limit: int = 120) -> str:
-    s = spell(tokens)
-    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 class Functions:
@@ -118,7 +114,7 @@ def raised_message(body: list[Token]) -> tuple[str | None, str]:
         args = split_args([t for a in got[0] for t in (*a, Token("punct", ",", head.file, head.line))][:-1])
         if _RAISES[head.text]:
             if not args or spell(args[0]) not in ("false", "0"):
-                return None, f"{head.text} checks a condition ({_text(args[0] if args else [])})"
+                return None, f"{head.text} checks a condition ({short_text(args[0] if args else [])})"
             args = args[1:]
     else:
         return None, "its body does more than raise"
@@ -152,7 +148,7 @@ class _Block:
                 try:
                     self.record(kernel_macro(t.text, got[0], t), body[p:end], t)
                 except FormError as e:
-                    self.problem(e.at, f"{e.message}: {_text(body[p:end])}")
+                    self.problem(e.at, f"{e.message}: {short_text(body[p:end])}")
                 p = end
                 continue
             call = body[p + 2].text if p + 3 < len(body) and body[p + 3].text == "(" else ""
@@ -177,7 +173,7 @@ class _Block:
             self.problem(
                 body[start],
                 f"unbalanced call: {name}( has no closing ')' before the block ends "
-                f"(the registrations after it are not read): {_text(body[start : open_at + 6])}",
+                f"(the registrations after it are not read): {short_text(body[start : open_at + 6])}",
             )
         return got
 
@@ -193,7 +189,7 @@ class _Block:
                 if _MACRO_NAME.match(t.text)
                 else ""
             )
-            self.problem(t, f"not a registration form extract knows: {_text(body[p:end])}{hint}")
+            self.problem(t, f"not a registration form extract knows: {short_text(body[p:end])}{hint}")
             return end
         end = p  # the statement: up to ';', or through a braced body (for (...) { ... })
         depth = 0
@@ -209,7 +205,7 @@ class _Block:
             if t.kind == "id" and _MACRO_NAME.match(t.text)
             else ""
         )
-        self.problem(t, f"not a registration form extract knows: {_text(body[p:end])}{hint}")
+        self.problem(t, f"not a registration form extract knows: {short_text(body[p:end])}{hint}")
         return end
 
     def method(self, call: str, args: list[list[Token]], stmt: list[Token], at: Token) -> None:
@@ -218,24 +214,27 @@ class _Block:
                 self.found.fallbacks.append(Fallback(self.key, at.where, _conds(stmt)))
             else:
                 self.problem(
-                    at, f"only a fallthrough fallback in TORCH_LIBRARY_IMPL(_, ...) is known: {_text(stmt)}"
+                    at,
+                    f"only a fallthrough fallback in TORCH_LIBRARY_IMPL(_, ...) is known: {short_text(stmt)}",
                 )
             return
         try:
             self.record(impl_call(args, self.namespace, at), stmt, at)
         except FormError as e:
-            self.problem(e.at, f"{e.message}: {_text(stmt)}")
+            self.problem(e.at, f"{e.message}: {short_text(stmt)}")
 
     def record(self, form: Form, stmt: list[Token], at: Token) -> None:
         if self.namespace == "_":
-            self.problem(at, f"an op registration in TORCH_LIBRARY_IMPL(_, {self.key}, ...): {_text(stmt)}")
+            self.problem(
+                at, f"an op registration in TORCH_LIBRARY_IMPL(_, {self.key}, ...): {short_text(stmt)}"
+            )
             return
         block_device = device_of_key(self.key)
         if form.device is not None and form.device != block_device:
             self.problem(
                 at,
                 f"a kernel that casts for {form.device} registered on {self.key} ({block_device}): "
-                f"{_text(stmt)}",
+                f"{short_text(stmt)}",
             )
             return
         where, conds = form.where or at.where, _conds(stmt)
@@ -291,104 +290,10 @@ def _wrapped_block(toks: list[Token], i: int, found: Found) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class _Span:
-    """A ``TORCH_LIBRARY_IMPL(...) { ... }`` block of a unit: its tokens ``start`` to ``close`` (its '}')."""
-
-    start: int
-    close: int
-    spelled: str  # its arguments
-    var: str | None  # its library variable
-
-
-def _registration_at(toks: list[Token], k: int, var: str | None) -> bool:
-    """A registration macro call, or ``var.impl(`` / ``var.fallback(``, starts at ``k``."""
-    t = toks[k]
-    if t.kind != "id" or k + 1 >= len(toks):
-        return False
-    if toks[k + 1].text == "(" and is_registration_macro(t.text):
-        return True
-    return (
-        var is not None
-        and t.text == var
-        and k + 3 < len(toks)
-        and toks[k + 1].text == "."
-        and toks[k + 2].text in ("impl", "fallback")
-        and toks[k + 3].text == "("
-    )
-
-
-def _opens_namespace(toks: list[Token], k: int) -> bool:
-    """The '{' at ``k`` opens ``namespace [a::b] {``, ``inline namespace``, or ``extern "C" {``."""
-    j = k - 1
-    while j >= 0 and (toks[j].kind == "id" or toks[j].text == "::") and toks[j].text != "namespace":
-        j -= 1
-    if j >= 0 and toks[j].text == "namespace":
-        return True
-    return k >= 2 and toks[k - 2].text == "extern" and toks[k - 1].kind == "str"
-
-
-def _check_outside(toks: list[Token], spans: list[_Span], found: Found) -> None:
-    """Registrations at namespace scope, and '}' that close nothing: never dropped in silence.
-
-    A '}' inside a block (a stray one) ends it early: the registrations after it then stand at
-    namespace scope, where C++ would not compile them. The '}' that ended the block is then the
-    problem, once per block; a registration at namespace scope before any block, or a '}' that
-    closes nothing (at no undecided #if), is one of its own. Registrations in a function's body
-    are left to the block that calls the function (a call extract does not know is a problem).
-    """
-    blamed: set[int] = set()
-    scopes: list[bool] = []  # per open '{' outside the blocks: does it open a namespace?
-    unmatched: list[Token] = []
-    s = 0
-    k = 0
-    while k < len(toks):
-        while s < len(spans) and spans[s].close < k:
-            s += 1
-        if s < len(spans) and spans[s].start <= k:
-            k = spans[s].close + 1
-            continue
-        t = toks[k]
-        if t.kind == "punct" and t.text in "{}":
-            if t.text == "{":
-                scopes.append(_opens_namespace(toks, k))
-            elif scopes:
-                scopes.pop()
-            elif not t.conds:
-                unmatched.append(t)
-        prev = spans[s - 1] if s > 0 else None
-        if all(scopes) and _registration_at(toks, k, prev.var if prev else None):
-            got = collect_args(toks, k + (3 if toks[k + 1].text == "." else 1))
-            stmt = _text(toks[k : got[1] if got else k + 6], 80)
-            if prev is None:
-                found.problems.append(
-                    Problem(
-                        t.where, f"a registration outside any TORCH_LIBRARY_IMPL block (not read): {stmt}"
-                    )
-                )
-            elif prev.close not in blamed:
-                blamed.add(prev.close)
-                found.problems.append(
-                    Problem(
-                        toks[prev.close].where,
-                        f"this '}}' ends the block TORCH_LIBRARY_IMPL({prev.spelled}) opened at line "
-                        f"{toks[prev.start].line}, and registrations follow it outside any block ({stmt} "
-                        f"at line {t.line}): a stray '}}' in the block? (the registrations after it are "
-                        "not read)",
-                    )
-                )
-        k += 1
-    if not blamed:
-        found.problems += [
-            Problem(t.where, "this '}' closes nothing: the braces before it do not balance")
-            for t in unmatched
-        ]
-
-
 def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
     """Add the Autocast registrations of ``unit`` to ``found``."""
     toks = unit.tokens
-    spans: list[_Span] = []
+    spans: list[Span] = []
     i = 0
     while i < len(toks):
         t = toks[i]
@@ -418,7 +323,7 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
             return
         at, i = i, end + len(body) + 2
         var = args[2][0].text if len(args) == 3 and len(args[2]) == 1 else None
-        spans.append(_Span(at, i - 1, ", ".join(spell(a) for a in args), var))
+        spans.append(Span(at, i - 1, ", ".join(spell(a) for a in args), var))
         names = [a[0].text if len(a) == 1 else None for a in args]
         if len(names) != 3 or None in names:
             spelled = ", ".join(spell(a) for a in args)
@@ -431,4 +336,4 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
         if key not in found.keys:
             found.keys.append(key)
         _Block(unit, found, functions, namespace, key, var).read(body)
-    _check_outside(toks, spans, found)
+    check_outside(toks, spans, found.problems)
