@@ -53,7 +53,7 @@ def test_the_spec_declares_regions_that_exist(spec: Spec) -> None:
 def test_a_declaration_of_an_unknown_region_fails(spec: Spec) -> None:
     planted = replace(spec, value_divergences=(*spec.value_divergences, replace(DECL, region="nope")))
     target = SimpleNamespace(
-        device="cpu", dtypes=("bfloat16",), spec=planted, device_spec=planted.devices["cpu"]
+        device="cpu", dtypes=("bfloat16",), spec=planted, device_spec=planted.devices["cpu"], selected_ops=()
     )
     target.selects = lambda op: True
     cases = regions.region_cases(target, ("compile",), "inductor")  # type: ignore[arg-type]
@@ -64,12 +64,30 @@ def test_a_declaration_of_an_unknown_region_fails(spec: Spec) -> None:
 
 
 def test_regions_follow_op_selection(spec: Spec) -> None:
-    target = SimpleNamespace(device="cpu", dtypes=("bfloat16",), spec=spec, device_spec=spec.devices["cpu"])
+    target = SimpleNamespace(
+        device="cpu",
+        dtypes=("bfloat16",),
+        spec=spec,
+        device_spec=spec.devices["cpu"],
+        selected_ops=("aten::layer_norm",),
+    )
     target.selects = lambda op: op == "aten::layer_norm"
     ids = {c.id for c in regions.region_cases(target, ("compile",), "aot_eager")}  # type: ignore[arg-type]
     # the program selected by its op, and every program a declaration names
     assert ids == {f"compile-{r}-bfloat16" for r in {"layer-norm-linear"} | regions.declared_regions(spec)}
     assert not regions.region_cases(target, ("export",), "inductor")  # type: ignore[arg-type]
+
+
+def test_a_program_s_ops_are_read_from_the_program(spec: Spec) -> None:
+    # the pre-dispatch trace sees the ops autocast sees (F.linear is aten::linear, not mm),
+    # and keeps the catalogued ones in call order: the last one's tolerance judges the values
+    assert regions.program_ops(regions.PROGRAMS["layer-norm-linear"], spec) == (
+        "aten::layer_norm",
+        "aten::linear",
+    )
+    attention = regions.program_ops(regions.PROGRAMS["attention-block"], spec)
+    assert attention[:3] == ("aten::linear",) * 3 and attention[-1] == "aten::matmul"
+    assert "aten::softmax.int" in attention
 
 
 def test_a_compiler_that_drops_casts_fails_the_regions(tmp_path: Path) -> None:

@@ -297,6 +297,12 @@ def judge(target: Target, mc: ModeCase, backend: str, eager: Any, got: Any, wher
         info.scratch_outputs,
         find_value_divergence(target.spec, mc.mode, backend, mc.config, mc.op, mc.dtype, mc.inputs),
         reproduce,
-        {"op": mc.op, "dtype": mc.dtype, "inputs": mc.inputs, "mode": mc.mode, "backend": backend}
-        | {"config": mc.config},
+        {
+            "op": mc.op,
+            "dtype": mc.dtype,
+            "inputs": mc.inputs,
+            "mode": mc.mode,
+            "backend": backend,
+            "config": mc.config,
+        },
     )

@@ -23,6 +23,7 @@ rounds), or as ``spec/compiled.yaml`` ``value_divergences`` declares with ``regi
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from autocast_spec.model import Spec, ValueDivergence
 from reference_impl.engine.dtypes import dtype_name, dtype_of
@@ -72,14 +74,12 @@ Randn = Callable[..., torch.Tensor]
 
 @dataclass(frozen=True)
 class Program:
-    """A region program: ``fn``, the shapes of its float32 inputs (``inputs(randn)``), and the
-    catalogued ops it calls in order (``--op`` selects it by any; the last one's tolerance
-    judges its values)."""
+    """A region program: ``fn`` and the shapes of its float32 inputs (``inputs(randn)``). The ops
+    it calls are read from the program itself (:func:`program_ops`), never listed by hand."""
 
     id: str
     fn: Callable[..., Any]
     inputs: Callable[[Randn], tuple[torch.Tensor, ...]]
-    ops: tuple[str, ...]
     summary: str
 
 
@@ -90,21 +90,18 @@ PROGRAMS: dict[str, Program] = {
             "linear-plus-float32-residual",
             linear_plus_float32_residual,
             lambda r: (r(8, 16), r(16, 16) / 4, r(8, 16)),
-            ("aten::linear", "aten::add.Tensor"),
             "a bias-free linear's output added to a float32 residual (pytorch#164455's pattern)",
         ),
         Program(
             "layer-norm-linear",
             layer_norm_linear,
             lambda r: (r(1024, 128), r(128) / 10 + 1, r(128) / 10, r(128, 128) / 128**0.5),
-            ("aten::layer_norm", "aten::linear"),
             "a dim-128 layer_norm feeding a bias-free linear (pytorch#168126's pattern)",
         ),
         Program(
             "attention-block",
             attention_block,
             lambda r: (r(2, 16, 32), *(r(32, 32) / 32**0.5 for _ in range(3))),
-            ("aten::linear", "aten::softmax.int", "aten::matmul"),
             "q, k, v linears, softmax of the scaled scores, and the product with v",
         ),
     )
@@ -115,6 +112,28 @@ def program_inputs(program: Program, device: str) -> tuple[torch.Tensor, ...]:
     gen = torch.Generator().manual_seed(0)
     tensors = program.inputs(lambda *shape: torch.randn(*shape, generator=gen))
     return tuple(t.to(device) for t in tensors)
+
+
+@functools.cache
+def traced_ops(program: Program) -> tuple[str, ...]:
+    """The aten overloads ``program`` calls inside its region, in order, as autocast sees them:
+    a pre-dispatch trace (``make_fx(pre_dispatch=True)``) stops above the Autocast key, where
+    ``F.linear`` is still ``aten::linear``. Traced once per program, on cpu under bfloat16."""
+    tensors = program_inputs(program, "cpu")
+    graph = make_fx(lambda *t: program.fn("cpu", torch.bfloat16, *t), pre_dispatch=True)(*tensors)
+    names = []
+    for node in graph.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
+            overload = target._overloadname
+            names.append(target._schema.name + ("" if overload == "default" else f".{overload}"))
+    return tuple(names)
+
+
+def program_ops(program: Program, spec: Spec) -> tuple[str, ...]:
+    """The catalogued ops ``program`` calls, in order: ``--op`` selects the program by any of
+    them, and the last one's tolerance judges its values."""
+    return tuple(op for op in traced_ops(program) if op in spec.ops)
 
 
 def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -159,7 +178,11 @@ def region_cases(target: Target, modes: tuple[str, ...], backend: str) -> list[R
     """Every selected program (and every program a declaration names), per dtype and pass."""
     if "compile" not in modes:
         return []
-    chosen = {p.id for p in PROGRAMS.values() if any(target.selects(op) for op in p.ops)}
+    chosen = {
+        p.id
+        for p in PROGRAMS.values()
+        if not target.selected_ops or any(target.selects(op) for op in program_ops(p, target.spec))
+    }
     return [
         RegionCase(region, dtype, config)
         for region in sorted(chosen | declared_regions(target.spec))
@@ -232,7 +255,11 @@ def region_matches_eager(target: Target, rc: RegionCase, backend: str) -> Observ
     )
     if dtypes.expected != dtypes.observed:
         return dtypes
-    tolerance = None if rc.config == EMULATE else target.spec.tolerance(program.ops[-1], rc.dtype)
+    tolerance = (
+        None
+        if rc.config == EMULATE
+        else target.spec.tolerance(program_ops(program, target.spec)[-1], rc.dtype)
+    )
     return values_observation(
         case,
         REGION,
