@@ -228,3 +228,37 @@ def test_diff_import_option_that_fails_is_exit_2(capsys: pytest.CaptureFixture[s
     assert main(["diff", "cpu", "probe:cpu", "--import", "acme_torch_not_installed"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --import acme_torch_not_installed") and "\n" not in err
+
+
+def test_a_registered_only_op_is_compared_for_its_registration_not_its_policy(spec: Spec) -> None:
+    """A spec's ``registered_only`` op (registered, no policy stated) is not a difference from a
+    side that states its policy, and is one from a side that does not register it."""
+    from autocast_spec.common import frozen_map
+    from reference_impl.spectools.specdiff import Side, diff_sides
+
+    cpu = spec.devices["cpu"]
+    stated, unregistered = sorted(cpu.ops)[:2]
+    vague = replace(
+        cpu,
+        ops=frozen_map({op: e for op, e in cpu.ops.items() if op not in (stated, unregistered)}),
+        registered_only=frozen_map({**cpu.registered_only, stated: "no policy observed", "acme::own": "own op"}),
+    )
+    d = diff_sides(Side("spec", {"cpu": vague}, None, True), Side("probe", {"cpu": cpu}, None, True))
+    assert [(u.op, u.side) for u in d.not_observed] == [(stated, "a")]
+    assert "no policy observed" in d.not_observed[0].reason
+    assert [e.op for e in d.added] == [unregistered] and [e.op for e in d.removed] == ["acme::own"]
+    assert not diff_sides(Side("x", {"cpu": vague}, None, True), Side("y", {"cpu": vague}, None, True)).not_observed
+
+
+def test_a_probe_does_not_compare_what_only_sources_say(spec: Spec) -> None:
+    """cast_only_between is read from a kernel's sources: beside a file stating it, the probe
+    side takes it from that file and says so, instead of reporting it removed."""
+    from reference_impl.spectools.specdiff import Side, diff_sides
+
+    cpu = spec.devices["cpu"]
+    vendor = replace(cpu, cast_only_between=("float32", "lower"))
+    probe = Side("probe:cpu", {"cpu": cpu}, None, True)
+    assert diff_sides(Side("ipex", {"cpu": vendor}, None, True), probe).defaults  # compared: a change
+    side = diff_cmd.with_unobservable_from(probe, "cpu", vendor, "ipex")
+    assert not diff_sides(Side("ipex", {"cpu": vendor}, None, True), side).defaults
+    assert side.notes[-1].startswith("cast_only_between: read from the kernels' sources, not observed; taken from ipex")

@@ -21,7 +21,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from autocast_spec.model import Spec
+from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError, SpecProblem
 from autocast_spec.versions import nearest_covered_version
 from autocast_spec.yaml_source import read_yaml
@@ -249,7 +249,26 @@ def _probe_beside(device: str, other: Side) -> Side:
     observed where ``other`` states a policy by dtype (else those would read as moved)."""
     import_for_probe(device, other)
     ds = other.devices.get(device)
-    return probe_side(device, every_dtype=ds is not None and any(e.by_dtype for e in ds.ops.values()))
+    side = probe_side(device, every_dtype=ds is not None and any(e.by_dtype for e in ds.ops.values()))
+    return side if ds is None else with_unobservable_from(side, device, ds, other.label)
+
+
+def with_unobservable_from(side: Side, device: str, ds: DeviceSpec, label: str) -> Side:
+    """The probe side with the facts a probe cannot observe (a kernel's ``cast_only_between``
+    and ``env_overrides``, read from its sources) taken from the other side, so that they are
+    not compared; the side's notes say so."""
+    probed = side.device
+    fields = {
+        name: getattr(ds, name)
+        for name in ("cast_only_between", "env_overrides")
+        if getattr(ds, name) and getattr(ds, name) != getattr(probed, name)
+    }
+    if not fields:
+        return side
+    note = f"{' and '.join(fields)}: read from the kernels' sources, not observed; taken from {label}"
+    return dataclasses.replace(
+        side, devices={device: dataclasses.replace(probed, **fields)}, notes=(*side.notes, note)
+    )
 
 
 def compute(a: str, b: str, torch_version: str | None = None) -> SpecDiff:

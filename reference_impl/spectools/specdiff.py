@@ -161,14 +161,28 @@ def _diff_device(a: Side, b: Side, pair: tuple[DeviceSpec, DeviceSpec], tag: str
     _diff_dtypes(da, db, tag, acc)
 
 
+REGISTERED_ONLY = "registered, policy not stated"
+
+
 def _diff_ops(a: DeviceSpec, b: DeviceSpec, hidden: set[str], tag: str | None, acc: _Acc) -> None:
-    """Ops added, removed, moved; an op either side could not observe is not compared."""
-    for op in sorted((set(a.ops) | set(b.ops)) - hidden):
+    """Ops added, removed, moved; an op either side could not observe is not compared.
+
+    A spec's ``registered_only`` op is registered with no policy stated: against a side that
+    registers it with a policy, that policy is not compared (not observed, with the spec's
+    reason); against a side that does not register it, it is added or removed."""
+    every = set(a.ops) | set(b.ops) | set(a.registered_only) | set(b.registered_only)
+    for op in sorted(every - hidden):
         ea, eb = a.ops.get(op), b.ops.get(op)
-        if ea is None and eb is not None:
-            acc.added.append(OpEntry(op, eb.described, tag))
-        elif eb is None and ea is not None:
-            acc.removed.append(OpEntry(op, ea.described, tag))
+        ra, rb = a.registered_only.get(op), b.registered_only.get(op)
+        if ea is None and ra is None:
+            acc.added.append(OpEntry(op, eb.described if eb is not None else REGISTERED_ONLY, tag))
+        elif eb is None and rb is None:
+            acc.removed.append(OpEntry(op, ea.described if ea is not None else REGISTERED_ONLY, tag))
+        elif ra is not None and rb is not None:
+            continue  # registered on both sides, neither states a policy
+        elif ra is not None or rb is not None:
+            side, why = ("a", ra) if ra is not None else ("b", rb)
+            acc.not_observed.append(Unobserved(op, side, f"{REGISTERED_ONLY}: {why}", tag))
         elif ea is not None and eb is not None:
             if ea.described != eb.described:  # the policy, or its exceptions per dtype (by_dtype)
                 acc.changed.append(OpMove(op, ea.described, eb.described, tag))
