@@ -134,6 +134,17 @@ def test_summary_names_the_dtypes_that_ran(asked: str | None, how: str) -> None:
     assert f"dtypes {names} ({how})" in line and "None" not in line, line
 
 
+def test_summary_lists_every_declared_exception_with_its_reason_once() -> None:
+    bug = "suite xfail: known bug b (https://example.org/1): the reason"
+    results = [B.TestResult(f"t{i}", "xfail", note=bug) for i in range(250)]
+    results += [B.TestResult("s", "skip", note="not applicable"), B.TestResult("p", "pass")]
+    text = B.render_summary(results, {"options": {}, "verdict": {"conformant": True}})
+    assert "## Declared exceptions (251: skip 1, xfail 250)" in text
+    assert text.count(bug) == 1 and f"### xfail, 250 tests: {bug}" in text
+    assert all(f"- `t{i}`" in text.splitlines() for i in range(250))  # none left out
+    assert "### skip, 1 test: not applicable" in text and "- `p`" not in text
+
+
 def test_a_suite_skip_keeps_its_reason() -> None:
     skipped = Failure(("Skipped",), "not applicable on this host: the kernel refuses these inputs natively")
     assert status_of("skipped", None, skipped) == (

@@ -208,6 +208,19 @@ def _dtypes_line(results: Sequence[TestResult], asked: str | None) -> str:
     return f"dtypes {names} ({how})"
 
 
+def declared_sections(declared: Sequence[TestResult]) -> list[str]:
+    """Every declared exception, grouped by status and reason: each reason once, its tests under it."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in declared:
+        groups.setdefault((r.status, r.note or "no reason given"), []).append(r.id)
+    tally = ", ".join(f"{s} {n}" for s, n in sorted(Counter(r.status for r in declared).items()))
+    out = [f"## Declared exceptions ({len(declared)}: {tally})", ""]
+    for (status, note), ids in groups.items():
+        out += [f"### {status}, {len(ids)} test{'s' if len(ids) > 1 else ''}: {note}", ""]
+        out += [f"- `{i}`" for i in ids] + [""]
+    return out
+
+
 def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> str:
     c = counts(results)
     verdict = meta.get("verdict", {})
@@ -235,9 +248,7 @@ def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> st
         lines.append("")
     declared = [r for r in results if r.status in ("waived", "xfail", "not-supported", "skip")]
     if declared:
-        lines += ["## Declared exceptions", ""]
-        lines += [f"- `{r.id}`: {r.status}" + (f" ({r.note})" if r.note else "") for r in declared[:200]]
-        lines.append("")
+        lines += declared_sections(declared)
     stale = meta.get("stale_expectations") or []
     if stale:
         lines += ["## Stale expectations (match no test)", ""] + [f"- {s}" for s in stale] + [""]
