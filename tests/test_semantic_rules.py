@@ -304,3 +304,16 @@ def test_no_derivative_declaration_must_match_the_backward(cpu: Target, op: str)
     other = replace(cpu, spec=replace(cpu.spec, ops={**cpu.spec.ops, op: flipped}))
     with pytest.raises(pytest.fail.Exception, match="backward"):
         expect(other, autograd.grad_dtypes(other, case))
+
+
+def test_a_kernel_that_passes_other_tensors_is_reported_not_raised(cpu: Target) -> None:
+    """A kernel whose call below Autocast carries one tensor more than the call (cuDNN's RNN
+    passes its flat weight buffer) or one fewer is a mismatch the transition check reports
+    (``extra``, ``missing``), not an error of the suite."""
+    model = transitions.SpecModel(cpu.spec, cpu.device_spec, True, torch.bfloat16, True, "source", False)
+    a, b = torch.ones(2, 2), torch.ones(2, 2)
+    expected = [transitions.Expected(a, "float32 uncast"), transitions.Expected(b, "float32 uncast")]
+    assert model.observe(expected, [a, b, torch.ones(1, dtype=torch.float16)]) == [
+        "float32 uncast", "float32 uncast", "float16 extra"
+    ]  # fmt: skip
+    assert model.observe(expected, [a]) == ["float32 uncast", "missing"]

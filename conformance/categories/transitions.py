@@ -156,9 +156,11 @@ class SpecModel:
         return out
 
     def observe(self, expected: list[Expected], arrived: list[torch.Tensor]) -> list[str]:
-        """What arrived, in the model's terms; the casts the rules cache are remembered."""
+        """What arrived, in the model's terms; the casts the rules cache are remembered. Tensors
+        beyond the call's own (a kernel that passes one more, as cuDNN's RNN passes its flat
+        weight buffer) are ``<dtype> extra``; tensors that never arrived, ``missing``."""
         out = []
-        for e, got in zip(expected, arrived, strict=True):
+        for e, got in zip(expected, arrived, strict=False):
             if got is e.source:
                 out.append(f"{dtype_name(got.dtype)} uncast")
                 continue
@@ -168,7 +170,8 @@ class SpecModel:
                 self.seen.append(got)
             if e.cache_key is not None and not cached:
                 self.cache[e.cache_key] = got
-        return out
+        out += [f"{dtype_name(t.dtype)} extra" for t in arrived[len(expected) :]]
+        return out + ["missing"] * (len(expected) - len(arrived))
 
 
 @dataclass
