@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-import torch._inductor
-from torch._inductor import cpp_builder
 
 from reference_impl.engine.dtypes import dtype_of
 
@@ -36,8 +34,11 @@ WHERE = "aoti (non-strict export, AOTInductor package)"
 
 def unavailable() -> str | None:
     """Why AOTInductor cannot run here (no API in this torch, no C++ compiler), else None."""
+    from torch import _inductor as inductor  # here, not at import: it costs about 1.4 s
+    from torch._inductor import cpp_builder
+
     for name in ("aoti_compile_and_package", "aoti_load_package"):
-        if not hasattr(torch._inductor, name):
+        if not hasattr(inductor, name):
             return f"this torch ({torch.__version__}) has no torch._inductor.{name} (AOTInductor)"
     try:
         cpp_builder.get_cpp_compiler()

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch._inductor.config as inductor_config
 
 from reference_impl.harness.samples import Materialized
 
@@ -52,6 +51,8 @@ class Pass:
         if self.config == DEFAULT_CONFIG:
             yield
             return
+        import torch._inductor.config as inductor_config  # here: costly to import (see run.py)
+
         with inductor_config.patch({self.config: True}):
             yield
 
