@@ -26,6 +26,11 @@ class Run:
         return f"cd {self.cwd} && {' '.join(self.cmd)}\n--- exit {self.rc}; output tail:\n{self.out[-4000:]}"
 
 
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
 def pytest_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
 
