@@ -33,6 +33,17 @@ FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {
         "torch.utils.cpp_extension pulls in setuptools (0.1 s per process); only the first "
         "reference region of a process, which builds or loads the C++ kernels, needs it"
     ),
+    **{
+        (module, target): (
+            "torch._inductor costs about 1.4 s to import: only a compiled mode's run "
+            "(inductor, AOTInductor) needs it, not every process that loads the suite"
+        )
+        for module, target in (
+            ("conformance.modes.aoti", "torch._inductor"),
+            ("conformance.modes.batch", "torch._inductor.config"),
+            ("conformance.modes.run", "torch._inductor"),
+        )
+    },
 }
 
 

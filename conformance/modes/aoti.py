@@ -34,7 +34,7 @@ WHERE = "aoti (non-strict export, AOTInductor package)"
 
 def unavailable() -> str | None:
     """Why AOTInductor cannot run here (no API in this torch, no C++ compiler), else None."""
-    from torch import _inductor as inductor  # here, not at import: it costs about 1.4 s
+    import torch._inductor as inductor  # here, not at import: it costs about 1.4 s
     from torch._inductor import cpp_builder
 
     for name in ("aoti_compile_and_package", "aoti_load_package"):

@@ -229,7 +229,7 @@ def aoti_compiled(fn: Callable[..., Any], tensors: Sequence[torch.Tensor]) -> Ca
     root = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or tempfile.mkdtemp(prefix="autocast_inductor_"))
     (root / "aoti_packages").mkdir(parents=True, exist_ok=True)
     path = root / "aoti_packages" / f"p{os.getpid()}_{next(_counter)}.pt2"
-    from torch import _inductor as inductor  # here, not at import: it costs about 1.4 s
+    import torch._inductor as inductor  # here, not at import: it costs about 1.4 s
 
     inductor.aoti_compile_and_package(ep, package_path=str(path))
     return inductor.aoti_load_package(str(path))
