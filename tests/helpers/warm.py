@@ -122,9 +122,11 @@ def _wait(pid: int, timeout: float) -> int:
 
 
 def serve() -> None:
-    """Import once, then fork one child per request line on stdin; answer its exit code."""
+    """Import once, then fork one child per request line on stdin; answer its exit code.
+    ``torch._inductor``, which the suite imports only in a compiled mode's run: here once."""
     import hypothesis.stateful  # noqa: F401
     import pytest  # noqa: F401
+    import torch._inductor.config
     import torch._meta_registrations  # noqa: F401
 
     import conformance.collection
