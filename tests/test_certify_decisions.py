@@ -119,13 +119,24 @@ def test_summary_names_the_dtypes_that_ran(asked: str | None, how: str) -> None:
 
 def test_summary_lists_every_declared_exception_with_its_reason_once() -> None:
     bug = "suite xfail: known bug b (https://example.org/1): the reason"
-    results = [B.TestResult(f"t{i}", "xfail", note=bug) for i in range(250)]
+    results = [B.TestResult(f"t{i}", "xfail", note=bug) for i in range(B.LISTED_IDS)]
     results += [B.TestResult("s", "skip", note="not applicable"), B.TestResult("p", "pass")]
     text = B.render_summary(results, {"options": {}, "verdict": {"conformant": True}})
-    assert "## Declared exceptions (251: skip 1, xfail 250)" in text
-    assert text.count(bug) == 1 and f"### xfail, 250 tests: {bug}" in text
-    assert all(f"- `t{i}`" in text.splitlines() for i in range(250))  # none left out
-    assert "### skip, 1 test: not applicable" in text and "- `p`" not in text
+    n = B.LISTED_IDS
+    assert f"## Declared exceptions ({n + 1}: skip 1, xfail {n})" in text
+    assert text.count(bug) == 1 and f"### xfail, {n} tests: {bug}" in text
+    assert all(f"- `t{i}`" in text.splitlines() for i in range(n))  # none left out
+    assert "### skip, 1 test: not applicable" in text and "- `s`" in text and "- `p`" not in text
+
+
+def test_a_big_group_of_one_reason_is_counted_per_test_function() -> None:
+    ids = [f"conformance/test_cache.py::test_a[{i}]" for i in range(50)] + [
+        "conformance/test_x.py::test_b[0]"
+    ]
+    results = [B.TestResult(i, "skip", note="policy-only") for i in ids]
+    lines = B.declared_sections(results)
+    assert "- `conformance/test_cache.py::test_a[...]`: 50" in lines
+    assert "- `conformance/test_x.py::test_b[...]`: 1" in lines and len(lines) < 10
 
 
 def test_a_suite_skip_keeps_its_reason() -> None:
