@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from autocast_spec.common import frozen_map
 from autocast_spec.files import bundled_spec_dir, device_torch_ranges
 from autocast_spec.model import Spec
 from autocast_spec.versions import nearest_covered_version
@@ -17,6 +18,7 @@ from reference_impl.cli import diff as diff_cmd
 from reference_impl.probe import bundled, device_spec
 from reference_impl.probe.observe import DeviceObservation
 from reference_impl.spectools.installed_spec import load_installed_spec
+from reference_impl.spectools.specdiff import Side, diff_sides
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
@@ -233,9 +235,6 @@ def test_diff_import_option_that_fails_is_exit_2(capsys: pytest.CaptureFixture[s
 def test_a_registered_only_op_is_compared_for_its_registration_not_its_policy(spec: Spec) -> None:
     """A spec's ``registered_only`` op (registered, no policy stated) is not a difference from a
     side that states its policy, and is one from a side that does not register it."""
-    from autocast_spec.common import frozen_map
-    from reference_impl.spectools.specdiff import Side, diff_sides
-
     cpu = spec.devices["cpu"]
     stated, unregistered = sorted(cpu.ops)[:2]
     vague = replace(
@@ -256,8 +255,6 @@ def test_a_registered_only_op_is_compared_for_its_registration_not_its_policy(sp
 def test_a_probe_does_not_compare_what_only_sources_say(spec: Spec) -> None:
     """cast_only_between is read from a kernel's sources: beside a file stating it, the probe
     side takes it from that file and says so, instead of reporting it removed."""
-    from reference_impl.spectools.specdiff import Side, diff_sides
-
     cpu = spec.devices["cpu"]
     vendor = replace(cpu, cast_only_between=("float32", "lower"))
     probe = Side("probe:cpu", {"cpu": cpu}, None, True)

@@ -35,6 +35,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from autocast_spec.model import Spec, ValueDivergence
 from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.torch_registry import overload_name
 from reference_impl.harness.samples import output_tensors
 
 from ..kit.case import Case
@@ -121,13 +122,11 @@ def traced_ops(program: Program) -> tuple[str, ...]:
     ``F.linear`` is still ``aten::linear``. Traced once per program, on cpu under bfloat16."""
     tensors = program_inputs(program, "cpu")
     graph = make_fx(lambda *t: program.fn("cpu", torch.bfloat16, *t), pre_dispatch=True)(*tensors)
-    names = []
-    for node in graph.graph.nodes:
-        target = node.target
-        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
-            overload = target._overloadname
-            names.append(target._schema.name + ("" if overload == "default" else f".{overload}"))
-    return tuple(names)
+    return tuple(
+        overload_name(node.target)
+        for node in graph.graph.nodes
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+    )
 
 
 def program_ops(program: Program, spec: Spec) -> tuple[str, ...]:

@@ -66,6 +66,12 @@ def op_overload(op: str) -> torch._ops.OpOverload:
     return ov
 
 
+def overload_name(overload: torch._ops.OpOverload) -> str:
+    """The dispatcher op name of a ``torch.ops`` handle (the inverse of :func:`op_overload`)."""
+    name = overload._schema.name
+    return name if overload._overloadname == "default" else f"{name}.{overload._overloadname}"
+
+
 def op_schema(op: str) -> torch._C.FunctionSchema:
     return op_overload(op)._schema
 

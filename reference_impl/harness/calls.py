@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch._dispatch.python import enable_python_dispatcher
 
-from ..engine.torch_registry import op_overload, split_op_name
+from ..engine.torch_registry import op_overload, overload_name, split_op_name
 from .samples import output_tensors
 
 
@@ -124,9 +124,7 @@ def intercept(op: str, autograd_key: torch._C.DispatchKey) -> Iterator[list[Call
     calls: list[Call] = []
 
     def recorder(overload: torch._ops.OpOverload) -> Callable[..., Any]:
-        qualified = f"{ns}::{overload._opname}" + (
-            f".{overload._overloadname}" if overload._overloadname != "default" else ""
-        )
+        qualified = overload_name(overload)
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
             calls.append(Call(qualified, args, dict(kwargs)))

@@ -15,8 +15,7 @@ listed in :attr:`ProbedDevice.borrowed` (the YAML header names them too):
   ``torch.autocast(device, dtype=...)`` for float16, bfloat16 and float32 and
   recording whether it disables itself and with which warning. CUDA's
   constructor disables itself on a machine without a GPU before checking the
-  dtype, so there they are borrowed;
-- ``cast_only_between`` and ``env_overrides`` (read from a kernel's sources): borrowed.
+  dtype, so there they are borrowed.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
@@ -200,15 +198,6 @@ def probe_device(
         message = keep.message if keep and keep.action == "accepted" else "accepted without a check"
         rule = UnsupportedDtypeRule("accepted", message)
 
-    read_from_sources: dict[str, Any] = {}
-    if bundled is not None and bundled.cast_only_between:
-        read_from_sources["cast_only_between"] = bundled.cast_only_between
-    if bundled is not None and bundled.env_overrides:
-        read_from_sources["env_overrides"] = bundled.env_overrides
-    if read_from_sources:
-        names = " and ".join(read_from_sources)
-        borrowed.append(f"{names}: read from the kernels' sources, not observed; taken from {bundled_from}")
-
     spec = DeviceSpec(
         device=device,
         dispatch_key=key,
@@ -222,7 +211,6 @@ def probe_device(
         description=bundled.description if bundled else f"{device} autocast ({key}), as probed.",
         unsupported_dtype=rule,
         not_observed=frozen_map(unresolved),
-        **read_from_sources,
     )
     return ProbedDevice(spec, version, obs, borrowed, unresolved)
 
