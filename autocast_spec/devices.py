@@ -16,7 +16,16 @@ from typing import Any
 from .builders import known_bugs_of
 from .common import SourceLoc, frozen_map
 from .env_overrides import apply_env_overrides
-from .model import DeviceSpec, EnvOverride, OpPolicy, Policy, UnsupportedDtypeRule, VendorRelease
+from .model import (
+    DeviceSpec,
+    EnvOverride,
+    OpPolicy,
+    Policy,
+    PolicyWrapper,
+    SourceForms,
+    UnsupportedDtypeRule,
+    VendorRelease,
+)
 from .problems import SpecProblem
 from .versions import Applicability
 from .yaml_source import YamlDocument
@@ -47,7 +56,23 @@ def _by_dtype(e: Mapping[str, Any]) -> Mapping[str, Policy | None]:
 def _vendor(block: Mapping[str, Any]) -> VendorRelease:
     """A device file's ``vendor:`` block (its ``environment`` values as the strings they are set as)."""
     env = {str(k): str(v) for k, v in (block.get("environment") or {}).items()}
-    return VendorRelease(block["package"], block["version"], block["module"], frozen_map(env))
+    forms = block.get("source_forms")
+    return VendorRelease(
+        block["package"], block["version"], block["module"], frozen_map(env), _forms(forms) if forms else None
+    )
+
+
+def _forms(block: Mapping[str, Any]) -> SourceForms:
+    """``vendor.source_forms``: the vendor's registration forms, as ``extract`` reads them."""
+    wrappers = {
+        name: PolicyWrapper(
+            tuple(w["dtypes"]),
+            frozen_map({k: None if p == "none" else Policy(p) for k, p in w["policies"].items()}),
+        )
+        for name, w in (block.get("wrappers") or {}).items()
+    }
+    macros = frozen_map(dict(block.get("block_macros") or {}))
+    return SourceForms(block["source"], macros, frozen_map(wrappers))
 
 
 def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) -> RawDevice:

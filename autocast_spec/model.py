@@ -85,6 +85,23 @@ class UnsupportedDtypeRule:
 
 
 @dataclass(frozen=True)
+class PolicyWrapper:
+    """A vendor's kernel template whose leading template arguments are a cast policy per dtype."""
+
+    dtypes: tuple[str, ...]  # the autocast dtype each leading argument applies under, in order
+    policies: Mapping[str, Policy | None]  # the vendor's constant -> the policy (None: passes uncast)
+
+
+@dataclass(frozen=True)
+class SourceForms:
+    """How the vendor's C++ spells its registrations (``vendor.source_forms``), for ``extract``."""
+
+    source: str
+    block_macros: Mapping[str, str] = field(default_factory=frozen_map)  # NAME -> TORCH_LIBRARY_IMPL, ...
+    wrappers: Mapping[str, PolicyWrapper] = field(default_factory=frozen_map)
+
+
+@dataclass(frozen=True)
 class VendorRelease:
     """The out-of-tree package release a device file describes (its ``vendor:`` block)."""
 
@@ -94,6 +111,7 @@ class VendorRelease:
     # variables the backend needs to load offline, set where unset before ``module`` is imported
     # (Google's torch-tpu: TPU_SKIP_MDS_QUERY=1, or its libtpu asks a cloud metadata server)
     environment: Mapping[str, str] = field(default_factory=frozen_map)
+    source_forms: SourceForms | None = None
 
     @property
     def described(self) -> str:

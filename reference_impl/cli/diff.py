@@ -21,6 +21,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+from autocast_spec.common import frozen_map
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError, SpecProblem
 from autocast_spec.versions import nearest_covered_version
@@ -29,6 +30,7 @@ from autocast_spec.yaml_source import read_yaml
 from ..engine.torch_registry import installed_torch_version
 from ..extract.api import ExtractedSpec, ExtractError, extract
 from ..extract.forms import IN_TREE_DEVICES
+from ..extract.output import with_dtypes_of
 from ..harness.devices import VendorImportError, adopt_privateuse1, import_vendor
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbeError
@@ -150,26 +152,31 @@ def extract_side(
     for is then reported with all its ops removed, never compared with another device.
     ``donor``: the other side, a spec naming ``want``: the dtype defaults, which C++
     registrations do not state, are taken from it, so that no difference is reported that
-    only the choice of a bundled spec to borrow them from made.
+    only the choice of a bundled spec to borrow them from made; a vendor file's
+    ``vendor.source_forms`` say how the vendor's C++ spells its registrations.
     """
     if not path:
         raise UsageError("'extract:': name the source, e.g. extract:aten/src/ATen/autocast_mode.cpp")
     version = torch_version or installed_torch_version()
+    vendor = donor.device.vendor if donor is not None and donor.single else None
+    forms = vendor.source_forms if vendor is not None else None
     try:
-        found = {x.spec.device: x for x in extract([Path(path)], version, every_device=True)}
+        found = {x.spec.device: x for x in extract([Path(path)], version, every_device=True, forms=forms)}
         if want and want not in found and "privateuse1" in found and want not in IN_TREE_DEVICES:
             found.pop("privateuse1")
-            (found[want],) = extract([Path(path)], version, device=want)
+            (found[want],) = extract([Path(path)], version, device=want, forms=forms)
     except ExtractError as e:
         raise UsageError(*(f"extract:{path}: {line}" for line in e.lines)) from None
     specs = [found[want]] if want in found else list(found.values())
     if want in found and donor is not None and donor.spec is not None:
-        specs = [_dtypes_from(found[want], donor)]
+        specs = [with_dtypes_of(found[want], donor.device, f"{donor.label}, the side it is compared with")]
+        if vendor is not None:
+            specs = [_over_torch(specs[0], donor.device)]
     notes = [n.rstrip(".") for x in specs for n in x.notes if n.startswith(_SIDE_NOTES)]
     if want and want not in found:  # the notes on the devices it does register do not matter here
         notes = [n for n in notes if n.startswith("SPLICED")]
         notes.insert(0, f"NOT REGISTERED: no Autocast block for {want} (it registers: {', '.join(found)})")
-    return Side(
+    side = Side(
         f"extract:{path}",
         {x.spec.device: x.spec for x in specs},
         None,
@@ -178,25 +185,28 @@ def extract_side(
         notes=tuple(dict.fromkeys(notes)),
         registers=True,
     )
+    if want in found and donor is not None and donor.spec is not None:
+        return with_unobservable_from(side, want, donor.device, donor.label)
+    return side
 
 
-def _dtypes_from(x: ExtractedSpec, donor: Side) -> ExtractedSpec:
-    """``x`` with the dtype defaults of the spec it is compared with (C++ does not state them)."""
-    d = donor.device
-    spec = dataclasses.replace(
-        x.spec,
-        default_dtype=d.default_dtype,
-        supported_dtypes=d.supported_dtypes,
-        unsupported_dtype=d.unsupported_dtype,
+def _over_torch(x: ExtractedSpec, vendor_device: DeviceSpec) -> ExtractedSpec:
+    """A vendor's kernels for one of torch's own devices (IPEX on cpu) replace torch's for the ops
+    they register; the others keep torch's: ``x`` laid over the bundled device for the torch
+    release the vendor file pairs with, so that the comparison is of the whole Autocast table."""
+    version = nearest_covered_version([vendor_device.torch_versions], installed_torch_version())
+    assert version is not None  # the vendor file was read for a release its range covers
+    base = _load(None, version, f"bundled spec for torch {version}").devices.get(vendor_device.device)
+    if base is None:  # a device torch itself has no Autocast kernels for (xla): the vendor's are all
+        return x
+    ops = {**{op: e for op, e in base.ops.items() if op not in x.spec.not_observed}, **x.spec.ops}
+    spec = dataclasses.replace(x.spec, ops=frozen_map(dict(sorted(ops.items()))))
+    kept = len(ops) - len(x.spec.ops)
+    note = (
+        f"NOT EXTRACTED: {kept} ops the sources do not register keep torch {version}'s {base.device} "
+        "kernels (the bundled spec): the vendor's kernels replace torch's only for the ops they name"
     )
-    notes = [
-        f"NOT EXTRACTED: dtype defaults and rules (C++ registrations do not state them): taken from "
-        f"{donor.label}, the side it is compared with."
-        if n.startswith("NOT EXTRACTED")
-        else n
-        for n in x.notes
-    ]
-    return dataclasses.replace(x, spec=spec, notes=notes)
+    return dataclasses.replace(x, spec=spec, notes=[*x.notes, note])
 
 
 def _probed_device(text: str) -> str | None:

@@ -9,13 +9,15 @@ write for that build, as far as the source states it, and ``diff`` takes
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from ..engine.torch_registry import installed_torch_version
 from ..extract.api import ExtractError, extract
-from ..extract.output import to_json, to_yaml, write
+from ..extract.output import to_json, to_yaml, with_dtypes_of, write
 from .common import EXIT_OK, UsageError, write_out
+from .diff import resolve_side
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +60,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "privateuse1 for a PrivateUse1 block)",
     )
     p.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="a vendor's device file: its vendor.source_forms say how the vendor's C++ spells its "
+        "registrations, and the extracted device takes its name and dtype defaults "
+        "(e.g. spec/vendors/ipex.yaml for IPEX's csrc/cpu/autocast/autocast_mode.cpp)",
+    )
+    p.add_argument(
         "--torch-version", metavar="X.Y", help="the release the spec describes (default: the installed)"
     )
     p.set_defaults(run=run)
@@ -65,17 +74,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     version = args.torch_version or installed_torch_version()
+    vendor = resolve_side(str(args.spec), args.torch_version).device if args.spec else None
+    if vendor is not None and args.dtypes_from:
+        raise UsageError("--spec FILE gives the dtype defaults: leave out --dtypes-from")
     try:
         (out,) = extract(
             args.sources,
             version,
-            device=args.device,
+            device=args.device or (vendor.device if vendor is not None else None),
             defines=args.defines,
-            dtypes_from=args.dtypes_from,
+            dtypes_from=args.dtypes_from or (vendor.device if vendor is not None else None),
             header=args.header,
+            forms=vendor.vendor.source_forms if vendor is not None and vendor.vendor is not None else None,
         )
     except ExtractError as e:
         raise UsageError(*e.lines) from None
+    if vendor is not None:  # the vendor file's dtypes; its release range unless one was asked for
+        out = with_dtypes_of(out, vendor, str(args.spec))
+        versions = out.spec.torch_versions if args.torch_version else vendor.torch_versions
+        spec = dataclasses.replace(out.spec, builtin=vendor.builtin, torch_versions=versions)
+        out = dataclasses.replace(out, spec=spec)
     for w in out.warnings:
         sys.stderr.write(w + "\n")
     text = to_json(out) if args.format == "json" else to_yaml(out)

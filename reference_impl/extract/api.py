@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from autocast_spec.model import SourceForms
+
 from .build import assemble, device_name, registered_keys, select
 from .output import ExtractedSpec, to_spec
 from .scan import ExtractError, installed_autocast_header, problems_of, scan
@@ -18,17 +20,19 @@ def extract(
     defines: Sequence[str] = (),
     dtypes_from: str | None = None,
     header: Path | None = None,
+    forms: SourceForms | None = None,
 ) -> list[ExtractedSpec]:
     """The device specs ``sources`` state, for ``torch_version``.
 
     One device: ``device``, or the only one registered; ``every_device`` (without
     ``device``): all of them. ``header``: the ``ATen/autocast_mode.h`` to read when the
-    sources hold none (default: the installed torch's). Raises :class:`ExtractError`
+    sources hold none (default: the installed torch's). ``forms``: the vendor's own registration
+    forms (``vendor.source_forms`` of its spec file). Raises :class:`ExtractError`
     (one line per problem).
     """
     if header is not None and not header.is_file():
         raise ExtractError([f"--header {header}: no such file"])
-    s = scan(list(sources), defines, header or installed_autocast_header())
+    s = scan(list(sources), defines, header or installed_autocast_header(), forms)
     problems = problems_of(s)
     if problems:
         raise ExtractError([str(p) for p in problems])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from autocast_spec.model import Policy
 
 from .conditions import Cond
-from .forms import IN_TREE_DEVICES, device_of_key
+from .forms import IN_TREE_DEVICES, ByDtype, device_of_key
 from .registrations import Registration
 from .scan import ExtractError, Scan
 
@@ -30,6 +30,7 @@ class Entry:
     build: str | None = None
     note: str | None = None
     conds: tuple[Cond, ...] = ()  # the undecidable conditions it sits under
+    by_dtype: ByDtype = ()  # a vendor's policy under another dtype, where it differs
 
 
 @dataclass
@@ -112,7 +113,7 @@ def assemble(s: Scan, key: str, device: str) -> Extracted:
         if r.key in same_key:
             by_op.setdefault(r.op, []).append(r)
     for op, regs in by_op.items():
-        kinds = {(r.policy, r.message, r.fallthrough, r.reason) for r in regs}
+        kinds = {(r.policy, r.message, r.fallthrough, r.reason, r.by_dtype) for r in regs}
         if len(kinds) > 1:
             places = "; ".join(f"{r.where} ({_what(r)})" for r in regs)
             hint = (
@@ -131,7 +132,7 @@ def assemble(s: Scan, key: str, device: str) -> Extracted:
             out.unresolved[op] = f"{r.reason} [{r.where}]"
         else:
             build, note = _mark(conds)
-            out.entries[op] = Entry(op, r.policy, r.where, r.message, build, note, conds)
+            out.entries[op] = Entry(op, r.policy, r.where, r.message, build, note, conds, r.by_dtype)
     if lines:
         raise ExtractError(lines)
     return out

@@ -18,12 +18,14 @@ macros are read by their meaning, not expanded (their definitions in
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from autocast_spec.model import Policy
+from autocast_spec.model import Policy, PolicyWrapper
 
 from .lexer import Token, spell, string_value
 
+ByDtype = tuple[tuple[str, Policy | None], ...]
 _FAMILY = re.compile(r"^KERNEL(?:_(?P<dev>[A-Z][A-Z0-9]*?))?(?P<two>[12])?$")
 _REDISPATCH = re.compile(r"^KERNEL_DIFFERENT_REDISPATCH_SIGNATURE(?:_(?P<dev>[A-Z][A-Z0-9]*))?$")
 # registration macros whose meaning is read; the C10/torch API macros read as they stand
@@ -80,6 +82,7 @@ class Form:
     fallthrough: bool = False
     unreadable: str | None = None  # registered, but its kernel is no form whose policy can be read: why
     where: str = ""  # the op's name in the source (a list item in a header, for AT_FORALL lists)
+    by_dtype: ByDtype = ()  # (dtype, policy) where it is not ``policy`` under that dtype (None: uncast)
 
 
 class FormError(ValueError):
@@ -189,8 +192,11 @@ def _suffix_device(suffix: str | None, args: list[list[Token]], at: Token) -> st
     return dev
 
 
-def impl_call(args: list[list[Token]], namespace: str, at: Token) -> Form:
-    """``m.impl(NAME, FN)``; a kernel whose policy cannot be read is a kernel of its own (``unreadable``)."""
+def impl_call(
+    args: list[list[Token]], namespace: str, at: Token, wrappers: Mapping[str, PolicyWrapper] | None = None
+) -> Form:
+    """``m.impl(NAME, FN)``; a kernel whose policy cannot be read is a kernel of its own (``unreadable``).
+    ``wrappers``: a vendor's kernel templates that take a policy per dtype (``vendor.source_forms``)."""
     check_split("m.impl", args, at)
     if len(args) < 2:
         raise FormError(at, "m.impl takes the op name and a kernel")
@@ -199,6 +205,9 @@ def impl_call(args: list[list[Token]], namespace: str, at: Token) -> Form:
     texts = [t.text for t in fn]
     if "makeFallthrough" in texts:
         return Form(op, fallthrough=True)
+    for template, wrapper in (wrappers or {}).items():
+        if template in texts:
+            return _wrapped(op, fn, texts.index(template), wrapper)
     if "WrapFunction" in texts:
         k = texts.index("WrapFunction")
         if k + 1 < len(fn) and fn[k + 1].text == "<":
@@ -214,6 +223,29 @@ def impl_call(args: list[list[Token]], namespace: str, at: Token) -> Form:
             op, unreadable=f"the kernel {_short(fn)} is not a function name, TORCH_FN(...) or WrapFunction"
         )
     return Form(op, kernel=name)
+
+
+def _wrapped(op: str, fn: list[Token], k: int, wrapper: PolicyWrapper) -> Form:
+    """``&CPU_WrapFunction<DtypeCastPolicy::A, DtypeCastPolicy::B, ...>::type::call``: the leading
+    template arguments are the policy under each of ``wrapper.dtypes``; the first dtype's policy (or
+    the first that casts) is the op's, the others differ by dtype."""
+    name = fn[k].text
+    targs = split_args(_angle_args(fn, k + 1)) if k + 1 < len(fn) and fn[k + 1].text == "<" else []
+    if len(targs) < len(wrapper.dtypes):
+        why = f"{name} without a policy for each of {', '.join(wrapper.dtypes)}: {_short(fn)}"
+        return Form(op, unreadable=why)
+    per_dtype: list[tuple[str, Policy | None]] = []
+    for dtype, targ in zip(wrapper.dtypes, targs[: len(wrapper.dtypes)], strict=True):
+        constant = targ[-1].text if targ else ""
+        if constant not in wrapper.policies:
+            known = ", ".join(wrapper.policies)
+            why = f"{name}'s policy {spell(targ)!r} under {dtype} is none the vendor file names ({known})"
+            return Form(op, unreadable=why)
+        per_dtype.append((dtype, wrapper.policies[constant]))
+    policy = next((p for _, p in per_dtype if p is not None), None)
+    if policy is None:
+        return Form(op, unreadable=f"{name} passes it uncast under every dtype: {_short(fn)}")
+    return Form(op, policy, by_dtype=tuple((dt, p) for dt, p in per_dtype if p != policy))
 
 
 def _short(fn: list[Token], limit: int = 80) -> str:

@@ -9,6 +9,7 @@ as ``probe`` does for what it cannot observe.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +149,23 @@ def to_spec(s: Scan, ex: Extracted, torch_version: str, dtypes_from: str | None 
     return out
 
 
+def with_dtypes_of(x: ExtractedSpec, d: DeviceSpec, label: str) -> ExtractedSpec:
+    """``x`` with the dtype defaults of ``d`` (C++ registrations do not state them), from ``label``."""
+    spec = dataclasses.replace(
+        x.spec,
+        default_dtype=d.default_dtype,
+        supported_dtypes=d.supported_dtypes,
+        unsupported_dtype=d.unsupported_dtype,
+    )
+    notes = [
+        f"NOT EXTRACTED: dtype defaults and rules (C++ registrations do not state them): taken from {label}."
+        if n.startswith("NOT EXTRACTED")
+        else n
+        for n in x.notes
+    ]
+    return dataclasses.replace(x, spec=spec, notes=notes)
+
+
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -156,7 +174,7 @@ def _device_spec(ex: Extracted, donor: DeviceSpec, source: str, torch_version: s
     loc = SourceLoc(f"extract:{ex.device}", 0)
     features = build_features()
     ops = {
-        op: OpPolicy(op, e.policy, loc, message=e.message, note=e.note)
+        op: OpPolicy(op, e.policy, loc, message=e.message, note=e.note, by_dtype=frozen_map(dict(e.by_dtype)))
         for op, e in sorted(ex.entries.items())
         if e.build is None or e.build in features  # as the loader reads `build:` entries
     }
@@ -177,7 +195,10 @@ def _device_spec(ex: Extracted, donor: DeviceSpec, source: str, torch_version: s
 
 def _observed(out: ExtractedSpec) -> dict[str, ObservedPolicy]:
     entries = out.extracted.entries
-    return {op: ObservedPolicy(e.policy, e.message, e.note, e.build) for op, e in entries.items()}
+    return {
+        op: ObservedPolicy(e.policy, e.message, e.note, e.build, dict(e.by_dtype))
+        for op, e in entries.items()
+    }
 
 
 def to_yaml(out: ExtractedSpec) -> str:

@@ -12,10 +12,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from autocast_spec.model import Policy
+from autocast_spec.model import Policy, SourceForms
 
 from .conditions import Cond
-from .forms import Form, FormError, device_of_key, impl_call, is_registration_macro, kernel_macro, split_args
+from .forms import (
+    ByDtype,
+    Form,
+    FormError,
+    device_of_key,
+    impl_call,
+    is_registration_macro,
+    kernel_macro,
+    split_args,
+)
 from .lexer import Token, spell, string_value
 from .macros import collect_args
 from .outside import Span, check_outside, short_text
@@ -38,6 +47,7 @@ class Registration:
     message: str | None = None  # banned ops
     reason: str | None = None
     fallthrough: bool = False  # m.impl(op, makeFallthrough()): registered, not autocast
+    by_dtype: ByDtype = ()  # a vendor's policy per dtype, where it differs from ``policy``
 
 
 @dataclass(frozen=True)
@@ -125,9 +135,16 @@ def raised_message(body: list[Token]) -> tuple[str | None, str]:
 
 
 class _Block:
-    def __init__(self, unit: Unit, found: Found, functions: Functions, namespace: str, key: str, var: str):
-        self.unit, self.found, self.functions = unit, found, functions
-        self.namespace, self.key, self.var = namespace, key, var
+    def __init__(
+        self,
+        unit: Unit,
+        found: Found,
+        functions: Functions,
+        head: tuple[str, str, str],  # namespace, key, the block's variable
+        forms: SourceForms | None,
+    ):
+        self.unit, self.found, self.functions, self.forms = unit, found, functions, forms
+        self.namespace, self.key, self.var = head
 
     def problem(self, at: Token, message: str) -> None:
         self.found.problems.append(Problem(at.where, message))
@@ -219,7 +236,8 @@ class _Block:
                 )
             return
         try:
-            self.record(impl_call(args, self.namespace, at), stmt, at)
+            wrappers = self.forms.wrappers if self.forms else None
+            self.record(impl_call(args, self.namespace, at, wrappers), stmt, at)
         except FormError as e:
             self.problem(e.at, f"{e.message}: {short_text(stmt)}")
 
@@ -247,7 +265,7 @@ class _Block:
                 )
             )
         elif form.kernel is None:
-            self.add(Registration(self.key, form.op, form.policy, where, conds))
+            self.add(Registration(self.key, form.op, form.policy, where, conds, by_dtype=form.by_dtype))
         else:
             self.add(self.kernel(form, where, conds))
 
@@ -270,7 +288,7 @@ class _Block:
 
 def _wrapped_block(toks: list[Token], i: int, found: Found) -> bool:
     """``IPEX_TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) { ... }``: a block opened through a macro of
-    the sources' own that no file read defines as ``TORCH_LIBRARY_IMPL``: a problem (its
+    the sources' own that no file read defines as plain ``TORCH_LIBRARY_IMPL``: a problem (its
     registrations would be lost), True. Any other use of such a name: False."""
     got = collect_args(toks, i + 1) if i + 1 < len(toks) and toks[i + 1].text == "(" else None
     if got is None or got[1] >= len(toks) or toks[got[1]].text != "{":
@@ -283,28 +301,57 @@ def _wrapped_block(toks: list[Token], i: int, found: Found) -> bool:
         Problem(
             toks[i].where,
             f"{name}({spelled}) {{ ... }}: a registration block opened through {name}, not "
-            f"TORCH_LIBRARY_IMPL, and no file read defines it as TORCH_LIBRARY_IMPL; its registrations "
-            "are not read (pass the file that defines it, or read the block by hand)",
+            f"TORCH_LIBRARY_IMPL, and no file read defines it as plain TORCH_LIBRARY_IMPL; its registrations "
+            "are not read (pass the file that defines it, or name it in the vendor file's "
+            "vendor.source_forms.block_macros and pass --spec FILE)",
         )
     )
     return True
 
 
-def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
-    """Add the Autocast registrations of ``unit`` to ``found``."""
+_LIBRARY = ("TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT")
+
+
+def _keyed_impls(block: _Block, body: list[Token]) -> None:
+    """``m.impl(NAME, c10::DispatchKey::Autocast<X>, FN)`` in a ``TORCH_LIBRARY[_FRAGMENT](ns, m)``
+    block (an op defined and given its kernels in one place, as IPEX does): a registration on that
+    key. The block's other statements (``m.def``, other keys) are not autocast's and not read."""
+    var, k = block.var, 0
+    while k + 3 < len(body):
+        if [t.text for t in body[k : k + 4]] != [var, ".", "impl", "("]:
+            k += 1
+            continue
+        got = block.call(body, k, k + 3, f"{var}.impl")
+        if got is None:
+            return
+        args, end = got
+        key = args[1][-1].text if len(args) == 3 and args[1] else ""
+        if key.startswith("Autocast") and "DispatchKey" in [x.text for x in args[1]]:
+            if key not in block.found.keys:
+                block.found.keys.append(key)
+            block.key = key
+            block.method("impl", [args[0], args[2]], body[k:end], body[k])
+        k = end
+
+
+def read_unit(unit: Unit, functions: Functions, found: Found, forms: SourceForms | None = None) -> None:
+    """Add the Autocast registrations of ``unit`` to ``found``. ``forms``: a vendor's own forms
+    (macros that open a block, kernel templates with a policy per dtype)."""
     toks = unit.tokens
     spans: list[Span] = []
+    stands_for = {"TORCH_LIBRARY_IMPL": "TORCH_LIBRARY_IMPL", **{x: x for x in _LIBRARY}}
+    stands_for.update(forms.block_macros if forms else {})
     i = 0
     while i < len(toks):
         t = toks[i]
-        if t.text != "TORCH_LIBRARY_IMPL" or i + 1 >= len(toks) or toks[i + 1].text != "(":
+        if t.text not in stands_for or i + 1 >= len(toks) or toks[i + 1].text != "(":
             if t.kind == "id" and t.text.endswith("TORCH_LIBRARY_IMPL") and _wrapped_block(toks, i, found):
                 return
             i += 1
             continue
         got = collect_args(toks, i + 1)
         if got is None:
-            found.problems.append(Problem(t.where, "TORCH_LIBRARY_IMPL( without its closing ')'"))
+            found.problems.append(Problem(t.where, f"{t.text}( without its closing ')'"))
             return
         args, end = got
         if end >= len(toks) or toks[end].text != "{":
@@ -316,7 +363,7 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
             found.problems.append(
                 Problem(
                     toks[end].where,
-                    f"unterminated block: TORCH_LIBRARY_IMPL({spelled}) {{ has no closing '}}' "
+                    f"unterminated block: {t.text}({spelled}) {{ has no closing '}}' "
                     "before the end of the file",
                 )
             )
@@ -325,15 +372,19 @@ def read_unit(unit: Unit, functions: Functions, found: Found) -> None:
         var = args[2][0].text if len(args) == 3 and len(args[2]) == 1 else None
         spans.append(Span(at, i - 1, ", ".join(spell(a) for a in args), var))
         names = [a[0].text if len(a) == 1 else None for a in args]
+        if stands_for[t.text] in _LIBRARY:
+            if len(names) == 2 and None not in names:
+                _keyed_impls(_Block(unit, found, functions, (str(names[0]), "", str(names[1])), forms), body)
+            continue
         if len(names) != 3 or None in names:
             spelled = ", ".join(spell(a) for a in args)
             if "Autocast" in spelled:
-                found.problems.append(Problem(t.where, f"TORCH_LIBRARY_IMPL({spelled}) not understood"))
+                found.problems.append(Problem(t.where, f"{t.text}({spelled}) not understood"))
             continue
         namespace, key, var = (str(n) for n in names)
         if not key.startswith("Autocast"):
             continue
         if key not in found.keys:
             found.keys.append(key)
-        _Block(unit, found, functions, namespace, key, var).read(body)
+        _Block(unit, found, functions, (namespace, key, var), forms).read(body)
     check_outside(toks, spans, found.problems)

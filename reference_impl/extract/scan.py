@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autocast_spec.model import SourceForms
+
 from .forms import TORCH_API, is_registration_macro
 from .lexer import Spliced, tokenize
 from .macros import Macro, MacroError, parse_define
@@ -59,8 +61,13 @@ def parse_defines(items: Sequence[str]) -> list[Macro]:
 
 
 def _keep(name: str, macro: Macro) -> bool:
-    """Macros read by their meaning rather than expanded (see :mod:`.forms`)."""
-    return name in TORCH_API or (is_registration_macro(name) and is_aten_autocast_header(macro.file))
+    """Macros read by their meaning rather than expanded (see :mod:`.forms`); and a vendor's own
+    ``*TORCH_LIBRARY_IMPL`` macro that is not a plain alias of ``TORCH_LIBRARY_IMPL``: expanded, its
+    block would vanish into the vendor's code, so it stays as written and is reported (unless the
+    vendor file's ``source_forms`` say what it stands for)."""
+    if name in TORCH_API or (is_registration_macro(name) and is_aten_autocast_header(macro.file)):
+        return True
+    return name.endswith("TORCH_LIBRARY_IMPL") and [t.text for t in macro.body[:1]] != ["TORCH_LIBRARY_IMPL"]
 
 
 def source_files(sources: list[Path]) -> list[Path]:
@@ -98,11 +105,20 @@ class Scan:
         return self.torch_header is not None and self.torch_header in self.headers
 
 
-def scan(sources: list[Path], defines: Sequence[str] = (), torch_header: Path | None = None) -> Scan:
-    """Preprocess every unit of ``sources`` and read its Autocast blocks."""
+def scan(
+    sources: list[Path],
+    defines: Sequence[str] = (),
+    torch_header: Path | None = None,
+    forms: SourceForms | None = None,
+) -> Scan:
+    """Preprocess every unit of ``sources`` and read its Autocast blocks (``forms``: a vendor's own
+    registration forms, from its spec file)."""
     files = source_files(sources)
     roots = [s for s in sources if s.is_dir()]
-    pp = Preprocessor(roots, torch_header, parse_defines(defines), _keep)
+    opening = frozenset(forms.block_macros if forms else ())  # read by their meaning, never expanded
+    pp = Preprocessor(
+        roots, torch_header, parse_defines(defines), lambda name, m: name in opening or _keep(name, m)
+    )
     units: list[Unit] = []
     for f in files:
         try:
@@ -118,7 +134,7 @@ def scan(sources: list[Path], defines: Sequence[str] = (), torch_header: Path | 
         headers += [h for h in u.headers if h not in headers]
         spliced += [sp for sp in u.spliced if sp not in spliced]
         if not u.unreadable:  # a lexical error: its problem stands, and nothing after it is guessed at
-            read_unit(u, functions, found)
+            read_unit(u, functions, found, forms)
     return Scan(sources, units, found, headers, torch_header, spliced)
 
 
