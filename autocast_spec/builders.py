@@ -9,7 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .catalog import Arg, DtypeArg, EntryPoint, KernelGap, ListArg, Literal, OpInfo, Sample, TensorArg
+from .catalog import (
+    Arg,
+    DtypeArg,
+    EntryPoint,
+    FunctorchGap,
+    KernelGap,
+    ListArg,
+    Literal,
+    OpInfo,
+    Sample,
+    TensorArg,
+)
 from .common import SourceLoc, Tolerance, cited, frozen_map
 from .model import (
     CacheRule,
@@ -58,9 +69,15 @@ def _tolerances(d: Mapping[str, Any] | None) -> Mapping[str, Tolerance]:
     return frozen_map({k: Tolerance(float(v["atol"]), float(v["rtol"])) for k, v in (d or {}).items()})
 
 
-def _functorch_gaps(gaps: Mapping[str, Any], app: Applicability) -> Mapping[str, str]:
-    """transform -> why (with its source), for the gaps of this torch release."""
-    return frozen_map({k: f"{v['reason']} ({cited(v)})" for k, v in gaps.items() if app.admits(v)})
+def _functorch_gaps(gaps: Mapping[str, Any], app: Applicability) -> tuple[FunctorchGap, ...]:
+    """The gaps of this torch release (a transform holds one gap, or a list of them by device or
+    release), each with why and its source."""
+    return tuple(
+        FunctorchGap(k, f"{g['reason']} ({cited(g)})", tuple(g.get("devices", ())))
+        for k, v in gaps.items()
+        for g in (v if isinstance(v, list) else [v])
+        if app.admits(g)
+    )
 
 
 def build_ops(doc: YamlDocument, app: Applicability) -> dict[str, OpInfo]:
@@ -118,6 +135,7 @@ def known_bugs_of(doc: YamlDocument, version: str, default_range: str = "") -> t
                 loc=SourceLoc(doc.file, doc.line_of(("known_bugs", i))),
                 devices=tuple(b.get("devices", [])),
                 seen_on=b.get("seen_on", ""),
+                ops=tuple(b.get("ops", [])),
             )
         )
     return tuple(out)

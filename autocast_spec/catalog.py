@@ -79,6 +79,15 @@ class KernelGap:
 
 
 @dataclass(frozen=True)
+class FunctorchGap:
+    """A transform (vmap | grad) under which the op's first sample does not keep its policy."""
+
+    transform: str
+    reason: str  # why, with its source
+    devices: tuple[str, ...] = ()  # empty: every device
+
+
+@dataclass(frozen=True)
 class OpInfo:
     """Device-independent facts about one op: how to call it, how to compare it."""
 
@@ -92,12 +101,16 @@ class OpInfo:
     fake_kernel: bool = True  # False: no FakeTensor kernel; runs only on real hardware
     needs_device: bool = False  # True: even its Autocast kernel calls the device runtime
     intercept_only: str = ""  # why the kernel cannot run the samples: policy checked below Autocast only
-    # transform (vmap | grad) -> why the op's first sample does not keep its policy under it
-    functorch_gaps: Mapping[str, str] = field(default_factory=frozen_map)
+    functorch_gaps: tuple[FunctorchGap, ...] = ()
     kernel_gaps: tuple[KernelGap, ...] = ()
     scratch_outputs: tuple[int, ...] = ()  # workspace outputs: compared by dtype and shape only
     no_derivative: str = ""  # why the op has no derivative at all (autograd checks do not apply)
     note: str = ""
+
+    def functorch_gap(self, transform: str, device: str) -> str | None:
+        """Why the op does not keep its policy under ``transform`` on ``device`` (None: it must)."""
+        here = (g for g in self.functorch_gaps if not g.devices or device in g.devices)
+        return next((g.reason for g in here if g.transform == transform), None)
 
     def kernel_gap(self, device: str, dtype: str) -> KernelGap | None:
         return next((g for g in self.kernel_gaps if g.device == device and g.dtype == dtype), None)

@@ -230,12 +230,12 @@ class KnownBug:
     loc: SourceLoc
     devices: tuple[str, ...] = ()  # empty: every device
     seen_on: str = ""  # a vendor's bug with no public report: the release it was observed on
+    ops: tuple[str, ...] = ()  # empty: every op
 
-    def explains(self, check: str, device: str, observed: str) -> bool:
-        """Does this bug account for ``observed`` in ``check`` on ``device``?"""
-        return (
-            self.check == check and observed in self.observed and (not self.devices or device in self.devices)
-        )
+    def explains(self, check: str, device: str, observed: str, op: str | None = None) -> bool:
+        """Does this bug account for ``observed`` in ``check`` on ``device`` (for ``op``)?"""
+        where = (not self.devices or device in self.devices) and (not self.ops or op in self.ops)
+        return self.check == check and observed in self.observed and where
 
     @property
     def cited(self) -> str:
@@ -257,9 +257,9 @@ class Rules:
     custom_ops: CustomOpRules = CustomOpRules()
     known_bugs: tuple[KnownBug, ...] = ()  # for the spec's torch release only
 
-    def known_bug(self, check: str, device: str, observed: str) -> KnownBug | None:
+    def known_bug(self, check: str, device: str, observed: str, op: str | None = None) -> KnownBug | None:
         """The declared bug of this release explaining ``observed`` in ``check`` on ``device``."""
-        return next((b for b in self.known_bugs if b.explains(check, device, observed)), None)
+        return next((b for b in self.known_bugs if b.explains(check, device, observed, op)), None)
 
 
 @dataclass(frozen=True)

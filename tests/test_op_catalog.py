@@ -91,10 +91,10 @@ def test_gaps_hold_for_their_releases(release: str, bounded_gap: bool) -> None:
     """A gap without since/until holds on every release; one with them only in its range. Its
     reason names its source."""
     info = build_ops(_gap_catalog(), Applicability(release, frozenset()))["aten::mm"]
-    assert info.functorch_gaps["vmap"] == "every release (https://github.com/pytorch/pytorch/issues/1)"
-    assert ("grad" in info.functorch_gaps) is bounded_gap
+    assert info.functorch_gap("vmap", "cpu") == "every release (https://github.com/pytorch/pytorch/issues/1)"
+    assert (info.functorch_gap("grad", "cpu") is not None) is bounded_gap
     if bounded_gap:
-        assert info.functorch_gaps["grad"] == "only 2.12 (no public report; seen on torch 2.12)"
+        assert info.functorch_gap("grad", "cpu") == "only 2.12 (no public report; seen on torch 2.12)"
     assert info.kernel_gap("cpu", "float16") is not None
     assert (info.kernel_gap("cpu", "bfloat16") is not None) is bounded_gap
 
@@ -106,7 +106,7 @@ def test_bundled_gap_bounded_to_old_releases() -> None:
     gone = [
         (op, k)
         for op, i in old.ops.items()
-        for k in i.functorch_gaps
-        if op in new.ops and k not in new.ops[op].functorch_gaps
+        for k in {g.transform for g in i.functorch_gaps}
+        if op in new.ops and k not in {g.transform for g in new.ops[op].functorch_gaps}
     ]
     assert gone, "no functorch gap of torch 2.11 is bounded by until"

@@ -63,7 +63,7 @@ def under_transform(target: Target, case: Case) -> Observation:
     lower = dtype_of(case.dtype)
     info = target.spec.ops[case.op]
     m = case_inputs(info.samples[0], case.mix, case.dtype, target.device)
-    gap = info.functorch_gaps.get(transform)
+    gap = info.functorch_gap(transform, target.device)
     declared = (
         Declaration("declared functorch gap (op catalog functorch_gaps)", gap, where=str(info.loc))
         if gap

@@ -248,14 +248,19 @@ def _under_compile(check: ArgumentCheck, compiled: bool) -> ArgumentCheck:
 
 def _open(kwargs: dict[str, Any], device: str, compiled: bool) -> tuple[bool, str]:
     """Whether ``torch.autocast(**kwargs)`` is enabled, and its dtype: read inside it in eager;
-    under compile, the dtype the probe op gives inside it."""
+    under compile, the dtype the probe op gives inside it (an integer dtype: the getter's)."""
     if not compiled:
         with torch.autocast(**kwargs):
             return torch.is_autocast_enabled(device), dtype_name(torch.get_autocast_dtype(device))
 
+    asked = kwargs.get("dtype")
+    integral = isinstance(asked, torch.dtype) and not asked.is_floating_point
+
     def body(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
         with torch.autocast(**kwargs):
-            return torch.mm(x, x), torch.is_autocast_enabled(device)
+            # an integer dtype a device accepts (CUDA) has no mm kernel there: read it as set
+            out = x.to(torch.get_autocast_dtype(device)) if integral else torch.mm(x, x)
+            return out, torch.is_autocast_enabled(device)
 
     out, on = compiled_call(body, torch.randn(4, 4, device=device))
     return on, dtype_name(out.dtype)

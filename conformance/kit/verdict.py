@@ -127,7 +127,7 @@ def expect(target: Target, obs: Observation) -> None:
         return
     seen = label(obs.observed)
     declared = (*target.spec.rules.known_bugs, *target.device_spec.known_bugs)  # torch's, the vendor's
-    bug = next((b for b in declared if b.explains(obs.check, target.device, seen)), None)
+    bug = next((b for b in declared if b.explains(obs.check, target.device, seen, obs.case.op)), None)
     if bug is not None:
         pytest.xfail(xfail_reason(bug.id, bug.cited, bug.reason))
     if obs.declared is not None and obs.declared.explains(obs.observed):
