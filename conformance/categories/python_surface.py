@@ -23,10 +23,8 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
 Without the device's runtime (a policy-only run), only the getters and the legacy state
 entry points run: ``torch.autocast`` disables itself there.
 
-Each kind's parameters are a typed variant (:class:`Alias`, :class:`Argument`, ...) holding the
-spec's own entry (``EntryPointInfo``, ``ArgumentCheck``); the test id is built from them.
-
-Procedure and expectation, per kind:
+Procedure and expectation, per kind (its parameters a typed variant, :class:`Alias`, ...,
+holding the spec's own entry, the test id built from them):
 
 * ``alias``: the autocast state inside the region (enabled, dtype) and the output dtype of the
   spec's probe op are ``torch.autocast(device, dtype=..., enabled=...)``'s;
@@ -178,10 +176,8 @@ def region_state(target: Target, make: Callable[[], Any], compiled: bool) -> str
         with quiet():
             return f"mm -> {dtype_name(compiled_call(body, a, b).dtype)}"
     with quiet(), make():
-        on, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
-        state = f"enabled {on}, dtype {dtype_name(dtype)}"
-        out = torch.mm(a, b)
-    return f"{state}; mm -> {dtype_name(out.dtype)}"
+        on, dtype, out = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device), torch.mm(a, b)
+    return f"enabled {on}, dtype {dtype_name(dtype)}; mm -> {dtype_name(out.dtype)}"
 
 
 def alias(target: Target, case: Case, v: Alias) -> Observation:
@@ -253,8 +249,7 @@ def _open(kwargs: dict[str, Any], device: str, compiled: bool) -> tuple[bool, st
         with torch.autocast(**kwargs):
             return torch.is_autocast_enabled(device), dtype_name(torch.get_autocast_dtype(device))
 
-    asked = kwargs.get("dtype")
-    integral = isinstance(asked, torch.dtype) and not asked.is_floating_point
+    integral = isinstance(asked := kwargs.get("dtype"), torch.dtype) and not asked.is_floating_point
 
     def body(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
         with torch.autocast(**kwargs):
