@@ -103,3 +103,65 @@ def test_a_vendor_device_torch_has_no_list_for_is_compared_as_extracted(
     assert (
         ops["added"] == [] and ops["changed"] == [] and "aten::bmm" in removed and "aten::mm" not in removed
     )
+
+
+def _vendor_copy(tmp_path: Path, old: str = "", new: str = "") -> Path:
+    """The fixture's vendor file, changed, beside a copy of its sources."""
+    (tmp_path / "src").mkdir()
+    for f in SRC.iterdir():
+        (tmp_path / "src" / f.name).write_text(f.read_text(encoding="utf-8"))
+    vendor = tmp_path / "vendor.yaml"
+    vendor.write_text(VENDOR.read_text(encoding="utf-8").replace(old, new))
+    return vendor
+
+
+def test_a_vendor_fallthrough_is_not_given_torch_s_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fallthrough the vendor registers replaces torch's kernel too: the op is not autocast."""
+    vendor = _vendor_copy(tmp_path)
+    src = tmp_path / "src" / "autocast.cpp"
+    text = src.read_text(encoding="utf-8")
+    src.write_text(
+        text.replace(
+            "  REGISTER_TWO(cat, promote, promote)\n",
+            "  REGISTER_TWO(cat, promote, promote)\n"
+            '  m.impl("conv2d", torch::CppFunction::makeFallthrough());\n',
+        )
+    )
+    rc, out, err = _run(["diff", str(vendor), f"extract:{tmp_path / 'src'}", "--format", "json"], capsys)
+    assert rc == 0, err
+    added = {e["op"] for e in json.loads(out)["ops"]["added"]}
+    assert "aten::addmm" in added and "aten::conv2d" not in added, added
+
+
+@pytest.mark.parametrize("release", ["2.9", "2.13"])
+def test_the_overlay_is_torch_s_list_of_the_release_asked_for(
+    release: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = _run(["diff", str(VENDOR), f"extract:{SRC}", "--torch-version", release], capsys)
+    assert rc == 0, err
+    assert f"keep torch {release}'s cpu kernels" in out, out
+
+
+def test_a_vendor_release_the_bundled_spec_does_not_cover(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vendor = _vendor_copy(tmp_path, 'torch: ">=2.8"', 'torch: ">=2.5,<2.6"')
+    rc, out, err = _run(["diff", str(vendor), f"extract:{tmp_path / 'src'}"], capsys)
+    assert rc == 0, err
+    assert "the bundled spec does not cover torch 2.5: the vendor's kernels alone" in out, out
+
+
+@pytest.mark.parametrize("spec", ["spec", "cuda", "no/such/file.yaml"])
+def test_spec_must_be_one_device_file(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = _run(["extract", str(SRC), "--spec", spec], capsys)
+    assert rc == 2 and "name one device's spec file" in err and "\n" not in err.strip(), err
+
+
+def test_a_block_macro_may_not_shadow_torch_s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    vendor = _vendor_copy(
+        tmp_path, "block_macros: {", "block_macros: {TORCH_LIBRARY_IMPL: TORCH_LIBRARY_FRAGMENT, "
+    )
+    rc, _, err = _run(["validate", str(vendor)], capsys)
+    assert rc == 2 and "'TORCH_LIBRARY_IMPL' should not be valid" in err, err

@@ -10,18 +10,16 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
 * ``getter``: each ``dtype_getter`` for the device (``torch.get_autocast_dtype(device)``, the
   legacy per-device getters), inside a region of the dtype under test, in eager and from a
   compiled (fullgraph) function the region encloses, as models ask it (``-compile``);
-* ``cache_threads``: a weight's cast cached in a region, the weight changed in place, the
-  cache cleared from another thread (each ``cache_clear`` entry point). Eager only: a compiled
-  graph casts the weight on every call, without autocast's cache, so a clear has nothing to
-  clear there;
+* ``cache_threads``: a weight's cast cached in a region, the weight changed in place, the cache
+  cleared from another thread (each ``cache_clear`` entry point). Eager only: a compiled graph
+  casts the weight on every call, without autocast's cache;
 * ``entry_point``: every entry point bound to the device (or to none), and every legacy state
   getter and setter of another device (they only touch that device's thread-local state),
   called once in the form of its ``role`` (``reference_impl.harness.surface.call_in_role``: a
   region entered; a getter asked, with the device unless it is bound to one; a setter given
   the value it holds; a decorator applied, with ``device_type`` unless bound).
 
-Without the device's runtime (a policy-only run), only the getters and the legacy state
-entry points run: ``torch.autocast`` disables itself there.
+Without the device's runtime (policy-only), only the getters and legacy state entry points run.
 
 Procedure and expectation, per kind (its parameters a typed variant, :class:`Alias`, ...,
 holding the spec's own entry, the test id built from them):
@@ -242,19 +240,20 @@ def _under_compile(check: ArgumentCheck, compiled: bool) -> ArgumentCheck:
     return replace(check, error=c.error, message=c.message)
 
 
+def _integral(kwargs: dict[str, Any]) -> bool:  # an integer dtype CUDA accepts has no mm kernel: read as set
+    return isinstance(d := kwargs.get("dtype"), torch.dtype) and not d.is_floating_point
+
+
 def _open(kwargs: dict[str, Any], device: str, compiled: bool) -> tuple[bool, str]:
-    """Whether ``torch.autocast(**kwargs)`` is enabled, and its dtype: read inside it in eager;
-    under compile, the dtype the probe op gives inside it (an integer dtype: the getter's)."""
+    """Whether ``torch.autocast(**kwargs)`` is enabled, and its dtype: read inside it in eager; under
+    compile, the dtype the probe op gives inside it (an integer dtype: the getter's)."""
     if not compiled:
         with torch.autocast(**kwargs):
             return torch.is_autocast_enabled(device), dtype_name(torch.get_autocast_dtype(device))
 
-    integral = isinstance(asked := kwargs.get("dtype"), torch.dtype) and not asked.is_floating_point
-
     def body(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
         with torch.autocast(**kwargs):
-            # an integer dtype a device accepts (CUDA) has no mm kernel there: read it as set
-            out = x.to(torch.get_autocast_dtype(device)) if integral else torch.mm(x, x)
+            out = x.to(torch.get_autocast_dtype(device)) if _integral(kwargs) else torch.mm(x, x)
             return out, torch.is_autocast_enabled(device)
 
     out, on = compiled_call(body, torch.randn(4, 4, device=device))
@@ -272,7 +271,8 @@ def argument(target: Target, case: Case, v: Argument) -> Observation:
     )
     what = f"torch.autocast({name}={kwargs[name]!r}) ({_run(v.compiled)})"
     facts = {"under compile": check.compiled.cited} if check.compiled and v.compiled else {}
-    steps = (f"{COMPILED}: def f(x): with torch.autocast({region}): return torch.mm(x, x)",) * v.compiled
+    probe = f"x.to(torch.get_autocast_dtype({target.device!r}))" if _integral(kwargs) else "torch.mm(x, x)"
+    steps = (f"{COMPILED}: def f(x): with torch.autocast({region}): return {probe}",) * v.compiled
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

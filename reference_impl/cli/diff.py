@@ -171,7 +171,7 @@ def extract_side(
     if want in found and donor is not None and donor.spec is not None:
         specs = [with_dtypes_of(found[want], donor.device, f"{donor.label}, the side it is compared with")]
         if vendor is not None:
-            specs = [_over_torch(specs[0], donor.device)]
+            specs = [_over_torch(specs[0], donor.device, donor.spec.torch_version)]
     notes = [n.rstrip(".") for x in specs for n in x.notes if n.startswith(_SIDE_NOTES)]
     if want and want not in found:  # the notes on the devices it does register do not matter here
         notes = [n for n in notes if n.startswith("SPLICED")]
@@ -190,16 +190,21 @@ def extract_side(
     return side
 
 
-def _over_torch(x: ExtractedSpec, vendor_device: DeviceSpec) -> ExtractedSpec:
+def _over_torch(x: ExtractedSpec, vendor_device: DeviceSpec, version: str) -> ExtractedSpec:
     """A vendor's kernels for one of torch's own devices (IPEX on cpu) replace torch's for the ops
-    they register; the others keep torch's: ``x`` laid over the bundled device for the torch
-    release the vendor file pairs with, so that the comparison is of the whole Autocast table."""
-    version = nearest_covered_version([vendor_device.torch_versions], installed_torch_version())
-    assert version is not None  # the vendor file was read for a release its range covers
-    base = _load(None, version, f"bundled spec for torch {version}").devices.get(vendor_device.device)
-    if base is None:  # a device torch itself has no Autocast kernels for (xla): the vendor's are all
+    they register (a fallthrough too); the others keep torch's: ``x`` laid over the bundled device
+    for ``version``, the release the vendor file was read for, so that the comparison is of the
+    whole Autocast table. Where the bundled spec does not cover that release, or torch has no
+    Autocast kernels for the device (xla), the vendor's kernels are compared alone."""
+    try:
+        base = _load(None, version, f"bundled spec for torch {version}").devices.get(vendor_device.device)
+    except UsageError:
+        note = f"NOT EXTRACTED: the bundled spec does not cover torch {version}: the vendor's kernels alone"
+        return dataclasses.replace(x, notes=[*x.notes, note])
+    if base is None:
         return x
-    ops = {**{op: e for op, e in base.ops.items() if op not in x.spec.not_observed}, **x.spec.ops}
+    own = {*x.spec.ops, *x.spec.not_observed, *x.extracted.fallthrough_ops}  # what the build registers
+    ops = {**{op: e for op, e in base.ops.items() if op not in own}, **x.spec.ops}
     spec = dataclasses.replace(x.spec, ops=frozen_map(dict(sorted(ops.items()))))
     kept = len(ops) - len(x.spec.ops)
     note = (

@@ -13,6 +13,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from autocast_spec.model import DeviceSpec
+
 from ..engine.torch_registry import installed_torch_version
 from ..extract.api import ExtractError, extract
 from ..extract.output import to_json, to_yaml, with_dtypes_of, write
@@ -61,6 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--spec",
+        type=Path,
         metavar="FILE",
         help="a vendor's device file: its vendor.source_forms say how the vendor's C++ spells its "
         "registrations, and the extracted device takes its name and dtype defaults "
@@ -72,9 +75,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _vendor_device(path: Path, torch_version: str | None) -> DeviceSpec:
+    """The one device of the spec file ``--spec`` names (a directory or a bundled name is refused)."""
+    side = resolve_side(str(path), torch_version) if path.is_file() else None
+    if side is None or not side.single:
+        raise UsageError(f"--spec {path}: name one device's spec file (e.g. spec/vendors/ipex.yaml)")
+    return side.device
+
+
 def run(args: argparse.Namespace) -> int:
     version = args.torch_version or installed_torch_version()
-    vendor = resolve_side(str(args.spec), args.torch_version).device if args.spec else None
+    vendor = _vendor_device(args.spec, args.torch_version) if args.spec else None
     if vendor is not None and args.dtypes_from:
         raise UsageError("--spec FILE gives the dtype defaults: leave out --dtypes-from")
     try:

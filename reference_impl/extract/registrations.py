@@ -27,7 +27,7 @@ from .forms import (
 )
 from .lexer import Token, spell, string_value
 from .macros import collect_args
-from .outside import Span, check_outside, short_text
+from .outside import short_text
 from .preprocess import Problem, Unit
 from .statements import ordinary_statement
 
@@ -95,11 +95,11 @@ class Functions:
                 while j < len(toks) and toks[j].text not in ("{", ";", "}", ","):
                     j += 1  # const, noexcept, override, a trailing return type
                 if j < len(toks) and toks[j].text == "{":
-                    return t.where, _braced(toks, j)
+                    return t.where, braced(toks, j)
         return None
 
 
-def _braced(toks: list[Token], open_at: int) -> list[Token]:
+def braced(toks: list[Token], open_at: int) -> list[Token]:
     depth = 0
     for k in range(open_at, len(toks)):
         depth += {"{": 1, "}": -1}.get(toks[k].text, 0)
@@ -134,7 +134,7 @@ def raised_message(body: list[Token]) -> tuple[str | None, str]:
     return "".join(string_value(t) for t in parts), ""
 
 
-class _Block:
+class Block:
     def __init__(
         self,
         unit: Unit,
@@ -200,7 +200,7 @@ class _Block:
             got = collect_args(body, p + 1)
             end = got[1] if got else len(body)
             if end < len(body) and body[end].text == "{":  # for (...) { ... }: one statement
-                end += len(_braced(body, end)) + 2
+                end += len(braced(body, end)) + 2
             hint = (
                 f"; no #define of {t.text} was found in the files read (pass the file that defines it)"
                 if _MACRO_NAME.match(t.text)
@@ -284,107 +284,3 @@ class _Block:
 
     def add(self, r: Registration) -> None:
         self.found.registrations.append(r)
-
-
-def _wrapped_block(toks: list[Token], i: int, found: Found) -> bool:
-    """``IPEX_TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) { ... }``: a block opened through a macro of
-    the sources' own that no file read defines as plain ``TORCH_LIBRARY_IMPL``: a problem (its
-    registrations would be lost), True. Any other use of such a name: False."""
-    got = collect_args(toks, i + 1) if i + 1 < len(toks) and toks[i + 1].text == "(" else None
-    if got is None or got[1] >= len(toks) or toks[got[1]].text != "{":
-        return False
-    spelled = ", ".join(spell(a) for a in got[0])
-    if "Autocast" not in spelled:
-        return False
-    name = toks[i].text
-    found.problems.append(
-        Problem(
-            toks[i].where,
-            f"{name}({spelled}) {{ ... }}: a registration block opened through {name}, not "
-            f"TORCH_LIBRARY_IMPL, and no file read defines it as plain TORCH_LIBRARY_IMPL; its registrations "
-            "are not read (pass the file that defines it, or name it in the vendor file's "
-            "vendor.source_forms.block_macros and pass --spec FILE)",
-        )
-    )
-    return True
-
-
-_LIBRARY = ("TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT")
-
-
-def _keyed_impls(block: _Block, body: list[Token]) -> None:
-    """``m.impl(NAME, c10::DispatchKey::Autocast<X>, FN)`` in a ``TORCH_LIBRARY[_FRAGMENT](ns, m)``
-    block (an op defined and given its kernels in one place, as IPEX does): a registration on that
-    key. The block's other statements (``m.def``, other keys) are not autocast's and not read."""
-    var, k = block.var, 0
-    while k + 3 < len(body):
-        if [t.text for t in body[k : k + 4]] != [var, ".", "impl", "("]:
-            k += 1
-            continue
-        got = block.call(body, k, k + 3, f"{var}.impl")
-        if got is None:
-            return
-        args, end = got
-        key = args[1][-1].text if len(args) == 3 and args[1] else ""
-        if key.startswith("Autocast") and "DispatchKey" in [x.text for x in args[1]]:
-            if key not in block.found.keys:
-                block.found.keys.append(key)
-            block.key = key
-            block.method("impl", [args[0], args[2]], body[k:end], body[k])
-        k = end
-
-
-def read_unit(unit: Unit, functions: Functions, found: Found, forms: SourceForms | None = None) -> None:
-    """Add the Autocast registrations of ``unit`` to ``found``. ``forms``: a vendor's own forms
-    (macros that open a block, kernel templates with a policy per dtype)."""
-    toks = unit.tokens
-    spans: list[Span] = []
-    stands_for = {"TORCH_LIBRARY_IMPL": "TORCH_LIBRARY_IMPL", **{x: x for x in _LIBRARY}}
-    stands_for.update(forms.block_macros if forms else {})
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t.text not in stands_for or i + 1 >= len(toks) or toks[i + 1].text != "(":
-            if t.kind == "id" and t.text.endswith("TORCH_LIBRARY_IMPL") and _wrapped_block(toks, i, found):
-                return
-            i += 1
-            continue
-        got = collect_args(toks, i + 1)
-        if got is None:
-            found.problems.append(Problem(t.where, f"{t.text}( without its closing ')'"))
-            return
-        args, end = got
-        if end >= len(toks) or toks[end].text != "{":
-            i = end
-            continue
-        body = _braced(toks, end)
-        if end + len(body) + 1 >= len(toks):
-            spelled = ", ".join(spell(a) for a in args)
-            found.problems.append(
-                Problem(
-                    toks[end].where,
-                    f"unterminated block: {t.text}({spelled}) {{ has no closing '}}' "
-                    "before the end of the file",
-                )
-            )
-            return
-        at, i = i, end + len(body) + 2
-        var = args[2][0].text if len(args) == 3 and len(args[2]) == 1 else None
-        spans.append(Span(at, i - 1, ", ".join(spell(a) for a in args), var))
-        names = [a[0].text if len(a) == 1 else None for a in args]
-        if stands_for[t.text] in _LIBRARY:
-            if len(names) == 2 and None not in names:
-                _keyed_impls(_Block(unit, found, functions, (str(names[0]), "", str(names[1])), forms), body)
-            continue
-        if len(names) != 3 or None in names:
-            spelled = ", ".join(spell(a) for a in args)
-            if "Autocast" in spelled:
-                found.problems.append(Problem(t.where, f"{t.text}({spelled}) not understood"))
-            continue
-        namespace, key, var = (str(n) for n in names)
-        if not key.startswith("Autocast"):
-            continue
-        if key not in found.keys:
-            found.keys.append(key)
-        _Block(unit, found, functions, (namespace, key, var), forms).read(body)
-    check_outside(toks, spans, found.problems)

@@ -17,7 +17,8 @@ from .forms import TORCH_API, is_registration_macro
 from .lexer import Spliced, tokenize
 from .macros import Macro, MacroError, parse_define
 from .preprocess import SOURCE_SUFFIXES, Preprocessor, Problem, Unit, is_aten_autocast_header
-from .registrations import Found, Functions, read_unit
+from .registrations import Found, Functions
+from .units import WRAPPED, read_unit
 
 _MARKER = "Autocast"  # a file without it registers nothing for an Autocast key
 
@@ -67,7 +68,8 @@ def _keep(name: str, macro: Macro) -> bool:
     vendor file's ``source_forms`` say what it stands for)."""
     if name in TORCH_API or (is_registration_macro(name) and is_aten_autocast_header(macro.file)):
         return True
-    return name.endswith("TORCH_LIBRARY_IMPL") and [t.text for t in macro.body[:1]] != ["TORCH_LIBRARY_IMPL"]
+    like = next((w for w in WRAPPED if name.endswith(w)), None)
+    return like is not None and name != like and [t.text for t in macro.body[:1]] != [like]
 
 
 def source_files(sources: list[Path]) -> list[Path]:
