@@ -165,3 +165,22 @@ def test_a_block_macro_may_not_shadow_torch_s(tmp_path: Path, capsys: pytest.Cap
     )
     rc, _, err = _run(["validate", str(vendor)], capsys)
     assert rc == 2 and "'TORCH_LIBRARY_IMPL' should not be valid" in err, err
+
+
+def test_a_vendor_device_no_bundled_file_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's own vendor file for a PrivateUse1 backend: its dtypes come from the file itself
+    (extract once asked for --dtypes-from, which --spec refuses)."""
+    vendor = _vendor_copy(
+        tmp_path, "device: cpu\ndispatch_key: AutocastCPU", "device: mynpu\ndispatch_key: AutocastPrivateUse1"
+    )
+    for src in (tmp_path / "src").glob("*.cpp"):
+        src.write_text(src.read_text(encoding="utf-8").replace("AutocastCPU", "AutocastPrivateUse1"))
+    rc, out, err = _run(["extract", str(tmp_path / "src"), "--spec", str(vendor)], capsys)
+    assert rc == 0, err
+    data = yaml.safe_load(out)
+    assert (data["device"], data["dispatch_key"], data["default_dtype"]) == (
+        "mynpu",
+        "AutocastPrivateUse1",
+        "bfloat16",
+    )
+    assert {"op": "aten::mm", "by_dtype": {"float16": "fp32"}} in data["ops"]["lower_precision_fp"]

@@ -17,7 +17,7 @@ from autocast_spec.model import DeviceSpec
 
 from ..engine.torch_registry import installed_torch_version
 from ..extract.api import ExtractError, extract
-from ..extract.output import to_json, to_yaml, with_dtypes_of, write
+from ..extract.output import to_json, to_yaml, write
 from .common import EXIT_OK, UsageError, write_out
 from .diff import resolve_side
 
@@ -94,16 +94,15 @@ def run(args: argparse.Namespace) -> int:
             version,
             device=args.device or (vendor.device if vendor is not None else None),
             defines=args.defines,
-            dtypes_from=args.dtypes_from or (vendor.device if vendor is not None else None),
+            dtypes_from=args.dtypes_from,
             header=args.header,
             forms=vendor.vendor.source_forms if vendor is not None and vendor.vendor is not None else None,
+            dtypes_of=(vendor, str(args.spec)) if vendor is not None else None,
         )
     except ExtractError as e:
         raise UsageError(*e.lines) from None
-    if vendor is not None:  # the vendor file's dtypes; its release range unless one was asked for
-        out = with_dtypes_of(out, vendor, str(args.spec))
-        versions = out.spec.torch_versions if args.torch_version else vendor.torch_versions
-        spec = dataclasses.replace(out.spec, builtin=vendor.builtin, torch_versions=versions)
+    if vendor is not None and not args.torch_version:  # the vendor file's release range
+        spec = dataclasses.replace(out.spec, torch_versions=vendor.torch_versions)
         out = dataclasses.replace(out, spec=spec)
     for w in out.warnings:
         sys.stderr.write(w + "\n")

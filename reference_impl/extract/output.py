@@ -99,9 +99,20 @@ def _donor(
     return donor, label, source
 
 
-def to_spec(s: Scan, ex: Extracted, torch_version: str, dtypes_from: str | None = None) -> ExtractedSpec:
-    """``ex`` as a flat device spec for ``torch_version`` (``X.Y`` or ``X.Y.Z``)."""
-    donor, label, source = _donor(ex, _dtype_source(ex, dtypes_from), torch_version, dtypes_from)
+def to_spec(
+    s: Scan,
+    ex: Extracted,
+    torch_version: str,
+    dtypes_from: str | None = None,
+    dtypes_of: tuple[DeviceSpec, str] | None = None,
+) -> ExtractedSpec:
+    """``ex`` as a flat device spec for ``torch_version`` (``X.Y`` or ``X.Y.Z``); ``dtypes_of``: the
+    device (and its file) whose dtype defaults it takes, else a bundled one (``dtypes_from``)."""
+    donor: DeviceSpec | None
+    if dtypes_of is not None:
+        donor, label, source = dtypes_of[0], dtypes_of[1], dtypes_of[0].device
+    else:
+        donor, label, source = _donor(ex, _dtype_source(ex, dtypes_from), torch_version, dtypes_from)
     if donor is None:
         raise ExtractError(
             [
