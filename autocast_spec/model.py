@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from . import vocabulary as vocab
 from .catalog import OpInfo
 from .common import SourceLoc, Tolerance, frozen_map
 from .surface import Surface
@@ -76,7 +77,7 @@ class EnvOverride:
 class UnsupportedDtypeRule:
     """What ``torch.autocast(device, dtype=...)`` does for a dtype the device lacks."""
 
-    action: str  # "warn_and_disable" | "error"
+    action: vocab.UnsupportedAction
     message: str  # a regular expression the warning or error must match; {device}: the device's name
 
     def text(self, device: str) -> str:
@@ -182,9 +183,9 @@ class CacheRule:
     leaf_only: bool
     requires_grad_only: bool
     policies: tuple[Policy, ...]
-    cleared_at: str  # "outermost_exit" | "every_exit"
+    cleared_at: vocab.ClearedAt
     exclude_views: bool = True  # views are never cached
-    key: str = "source"  # "source": found whatever the dtype now is | "source_and_dtype"
+    key: vocab.CacheKey = "source"
     in_inference_mode: bool = False  # False: no caching or lookup under torch.inference_mode
 
 
@@ -208,7 +209,7 @@ class CustomOpRules:
 class PromoteRule:
     """Promote with a floating input that is neither float32 nor the autocast dtype."""
 
-    foreign_float_action: str  # "error" | "promote"
+    foreign_float_action: vocab.ForeignFloatAction
     foreign_float_message: str
 
 
@@ -270,7 +271,7 @@ class Divergence:
     dtype: str | None
     observed: str  # what the mode gives: output dtype names ("lower": the autocast dtype), or "error"
     reason: str
-    inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
+    inputs: vocab.InputKind = "float32"
     condition: str | None = None  # what the divergence depends on (the host, a library), in words
     source: str = (
         ""  # its public link, or where it was seen (a mode divergence; a limitation cites for its own)
@@ -289,15 +290,15 @@ class ValueDivergence:
     ops compiled as one graph, ``conformance/modes/regions.py``), in a compiled mode from eager
     autocast: xfail while the error stays within ``max_error``, a failure beyond it."""
 
-    mode: str  # compile | export | aoti
+    mode: vocab.CompiledMode
     max_error: float  # the largest absolute error observed: the bound
     reason: str
-    host: str  # the CPU capability it shows on: any | avx2 | avx512
-    config: str  # the mode's pass: default | emulate_precision_casts | decomposed
+    host: vocab.Host
+    config: vocab.PassConfig
     source: str  # a public link, or "none" (then seen_on names the release)
     loc: SourceLoc
     dtype: str | None = None  # None: every dtype
-    inputs: str | None = None  # float32 | lower; None: both
+    inputs: vocab.InputKind | None = None  # None: both
     backend: str | None = None  # the torch.compile backend; None: any
     seen_on: str | None = None
     op: str | None = None  # the op; None: a region's (``region``)
@@ -333,8 +334,8 @@ class ValueDivergence:
 class JitLimitation:
     id: str
     summary: str
-    mode: str  # script | trace | compile | eager
-    expect: str  # error | ignored | works | differs | crash
+    mode: vocab.JitMode
+    expect: vocab.JitOutcome
     torch_versions: str
     source: str
     loc: SourceLoc

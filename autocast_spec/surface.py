@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Literal
+
+from .vocabulary import ArgumentOutcome, CompiledOutcome, RegionArgument, WrongValue
 
 
 class Role(str, enum.Enum):
@@ -48,7 +51,7 @@ class UnderCompile:
     without ``fullgraph`` the call runs eagerly.
     """
 
-    outcome: str  # raises | graph_break
+    outcome: CompiledOutcome
     message: str
     cited: str  # its public source, or that there is none and where it was seen
     error: str | None = None  # raises: the exception type's name
@@ -77,9 +80,10 @@ class EntryPointInfo:
 class ArgumentCheck:
     """What ``torch.autocast`` does with one argument of the wrong kind."""
 
-    argument: str  # device_type | dtype | enabled
-    value: str  # torch_device | unknown_string | none | float32 | float64 | int32 | string | int
-    outcome: str  # raises | warns_and_disables | default_dtype | unsupported_dtype (the device rule)
+    argument: RegionArgument
+    value: WrongValue
+    # unsupported_dtype: as the device's unsupported_dtype rule says (resolved, it may be "accepted")
+    outcome: ArgumentOutcome | Literal["accepted"]
     error: str | None
     message: str | None
     source: str

@@ -1,8 +1,8 @@
 """Sub-plugin: parametrization from the spec, fixtures, and the state-leak check.
 
-A test marked ``@pytest.mark.conformance_cases(name)`` takes a ``case`` parametrized from
-the registry's generator ``name``; ``lower`` is each dtype under test, ``listed_op`` each op
-the device spec lists. Every suite test must leave the thread's autocast state as it found it
+A test marked ``@pytest.mark.conformance_cases(generator)`` takes a ``case`` parametrized from
+that generator of a category module; ``lower`` is each dtype under test, ``listed_op`` each
+op the device spec lists. Every suite test must leave the thread's autocast state as it found it
 (check ``context.leaked_state``: a failure with the command that reruns the test, or an xfail
 where a known bug declares the leak).
 """
@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 import torch
 
-from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.dtypes import dtype_name
 from reference_impl.harness.state import restore_autocast, snapshot_autocast
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND
 
 from . import registry
 from .kit.case import Case, device_needed
+from .kit.category import CaseGenerator
 from .kit.refusal import intercept_only, kernel_gap, require_autocast
 from .kit.verdict import Observation, expect
 from .session import TARGET_KEY, options_of, target_of
@@ -63,18 +65,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "case" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("conformance_cases")
         if marker is None:
-            raise pytest.UsageError(f"{metafunc.definition.nodeid}: 'case' needs @conformance_cases(name)")
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: 'case' needs @conformance_cases(<a category's generator>)"
+            )
+        generator = marker.args[0]
         params = [
             pytest.param(
                 c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers] + _device_skip(target, c)
             )
-            for c in registry.cases(target, marker.args[0])
+            for c in registry.cases(target, generator)
         ]
-        params += _absent_params(target, marker.args[0])
+        params += _absent_params(target, generator)
         metafunc.parametrize("case", params)
     if "lower" in metafunc.fixturenames:
         metafunc.parametrize(
-            "lower", [dtype_of(d) for d in target.dtypes], ids=[f"{target.device}-{d}" for d in target.dtypes]
+            "lower", target.dtypes, ids=[f"{target.device}-{dtype_name(d)}" for d in target.dtypes]
         )
     if "listed_op" in metafunc.fixturenames:
         listed = [
@@ -92,7 +97,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("listed_op", listed + absent)
 
 
-def _device_skip(target: Target, case: Case) -> list[Any]:
+def _device_skip(target: Target, case: Case[Any]) -> list[Any]:
     """Skip an op whose Autocast kernel itself needs the device (needs_device) where it is absent,
     the output checks of an op whose kernel cannot run its samples (intercept_only), and the
     checks that run a kernel the op catalog declares missing for the dtype (kernel_gaps)."""
@@ -104,18 +109,18 @@ def _device_skip(target: Target, case: Case) -> list[Any]:
     return [pytest.mark.skip(reason=why)] if why else []
 
 
-def _absent_params(target: Target, category: str) -> list[Any]:
+def _absent_params(target: Target, generator: CaseGenerator) -> list[Any]:
     """One skipped test per category an op the installed torch lacks would have been tested in."""
     full = target.spec.devices.get(target.device_spec.device)
+    owner = registry.category_of(generator).name
     out = []
     for op in target.absent_ops:
         if not target.selects(op):
             continue
         entry = full.ops.get(op) if full else None
-        owner = registry.category_of(category)
         if entry is None or owner not in registry.expected_categories(entry.policy, target.spec.rules):
             continue
-        case = Case(owner, target.device, "", entry.policy.value, op)
+        case: Case[None] = Case(owner, target.device, None, entry.policy, op)
         marks = [
             *(getattr(pytest.mark, m) for m in case.markers),
             pytest.mark.skip(reason=target.absent_reason(op)),
@@ -172,7 +177,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
-def case_of(item: pytest.Item) -> Case:
+def case_of(item: pytest.Item) -> Case[Any]:
     """The test's case: its ``case`` parameter, else its category (marker), device and dtype."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     if isinstance(params.get("case"), Case):
@@ -180,7 +185,7 @@ def case_of(item: pytest.Item) -> Case:
     target = target_of(item.config)
     category = next((m.name for m in item.iter_markers() if m.name in registry.BY_NAME), "")
     lower = params.get("lower")
-    return Case(category, target.device, dtype_name(lower) if isinstance(lower, torch.dtype) else "")
+    return Case(category, target.device, lower if isinstance(lower, torch.dtype) else None)
 
 
 def rerun_command(item: pytest.Item) -> str:
@@ -193,6 +198,10 @@ def rerun_command(item: pytest.Item) -> str:
     flags += [f"--reference-device {opts.reference_device}" if opts.reference_device else ""]
     flags += ["--policy-only" if opts.policy_only else ""]
     flags += [f"--implementation {opts.implementation}" if opts.implementation != "native" else ""]
+    flags += [f"--mode {m}" for m in opts.modes]
+    flags += [
+        f"--compile-backend {opts.compile_backend}" if opts.compile_backend != DEFAULT_COMPILE_BACKEND else ""
+    ]
     plugins = item.config.getoption("plugins") or []
     flags += [f"-p {p}" for p in plugins if not p.startswith("no:")]
     return " ".join(["python -m pytest", shlex.quote(item.nodeid), *(f for f in flags if f)])

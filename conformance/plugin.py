@@ -1,9 +1,10 @@
 """pytest plugin: ``pytest conformance --backend <device>`` (entry point ``pytest11``).
 
-This module registers the command-line options and the markers, resolves the target
-before collection when an option was given (:mod:`conformance.session`), and lists the
-sub-plugins: :mod:`conformance.collection` (parametrization from the spec, fixtures, the
-state-leak check), :mod:`conformance.certify.plugin` and :mod:`conformance.modes.plugin`.
+This module registers the command-line options and the markers (the categories', from
+:mod:`conformance.registry`), resolves the target before collection when an option was given
+(:mod:`conformance.session`), and lists the sub-plugins: :mod:`conformance.collection`
+(parametrization from the spec, fixtures, the state-leak check), :mod:`conformance.execution`
+(``--mode``, ``--compile-backend``, ``--compile-cache``) and :mod:`conformance.certify.plugin`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import pytest
 from autocast_spec.model import Policy
 
 from .kit.verdict import set_plugins
-from .registry import markers
-from .session import explicit, options_of, release, target_of
+from .registry import mandatory_able, markers
+from .session import explicit, options_of, release, set_mandatory_able, target_of
 from .target import IMPLEMENTATIONS
 
 pytest_plugins = [
     "conformance.collection",
     "conformance.certify.plugin",
-    "conformance.modes.plugin",
+    "conformance.execution",
 ]
 
 # The markers come from the category registry (conformance.registry).
@@ -84,7 +85,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     for name in POLICY_MARKERS:
         config.addinivalue_line("markers", f"{name}: ops of the {name} policy")
-    config.addinivalue_line("markers", "conformance_cases(name): parametrize 'case' from a spec generator")
+    config.addinivalue_line(
+        "markers", "conformance_cases(generator): parametrize 'case' from a category's case generator"
+    )
+    set_mandatory_able(config, mandatory_able())
     plugins = config.getoption("plugins") or []
     set_plugins(plugins)  # failure snippets import them
     if explicit(options_of(config)):

@@ -1,173 +1,46 @@
-"""The one registry of test categories.
+"""The categories of the suite, found where they declare themselves, and the coverage they owe.
 
-Each :class:`Category` names a category (its pytest marker, and the category certification
-records), its module under ``conformance/categories/`` (the cases, the procedure and the
-expectation, readable top to bottom), the policies whose every listed op must yield tests
-in it, and whether ``mandatory_core`` may name it. The plugin's markers, parametrization,
-the coverage test and certification read it; the spec loader checks ``mandatory_core``
-against :func:`mandatory_able`; the checks a known bug may name (:func:`all_checks`) are
-those the category modules and the modes declare, with the suite-wide ones below, and
-``tests/test_semantic_rules.py`` holds them against the schema's lists.
+Every module of ``conformance/categories/`` is one category and declares it
+(``CATEGORY = Category(...)``, :mod:`conformance.kit.category`): its name (the module's), its
+one-line description, its checks, its case generators, the policies it owes tests to, what it
+needs. This module only finds those declarations (:data:`CATEGORIES`) and answers questions
+across them: the markers, every check a known bug may name, which category a generator
+belongs to, and which listed ops yield no test in a category their policy calls for
+(:func:`coverage`). ``tests/test_semantic_rules.py`` holds :func:`all_checks` against the
+schema's lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from types import ModuleType
+import importlib
+import pkgutil
+from typing import Any
 
 from autocast_spec.model import Policy, Rules
 
-from .categories import (
-    autograd,
-    banned,
-    cache,
-    context,
-    custom_function,
-    custom_op,
-    eligibility,
-    functorch,
-    numerics,
-    op_policy,
-    opt_dtype,
-    promote,
-    python_surface,
-    registration,
-    threads,
-    transitions,
-    unlisted,
-)
+from . import categories as _package
 from .kit.case import Case, listed
-from .modes import exceptions, gradients, ops, regions, scenarios
+from .kit.category import CaseGenerator, Category
 from .target import Target
 
-Generator = Callable[[Target], list[Case]]
 
-_NOT_BANNED = tuple(p for p in Policy if p is not Policy.BANNED)
-
-
-def _fixed(*policies: Policy) -> Callable[[Rules], tuple[Policy, ...]]:
-    return lambda rules: policies
-
-
-_NONE = _fixed()
-
-
-@dataclass(frozen=True)
-class Category:
-    name: str  # the category and its pytest marker
-    description: str
-    module: ModuleType | None = None  # its GENERATORS and CHECKS; None: checks of its own kind
-    # the policies whose every listed op must yield tests here (test_coverage)
-    policies: Callable[[Rules], tuple[Policy, ...]] = _NONE
-    mandatory_able: bool = True  # mandatory_core may name it
-    # whether its checks need the op's kernel to run its samples (an output to look at)
-    needs_output: Callable[[Case], bool] = lambda case: False
-
-    @property
-    def generators(self) -> dict[str, Generator]:
-        return dict(getattr(self.module, "GENERATORS", {}))
-
-    @property
-    def checks(self) -> tuple[str, ...]:
-        return tuple(getattr(self.module, "CHECKS", ()))
+def _discover() -> tuple[Category, ...]:
+    found = []
+    for info in sorted(pkgutil.iter_modules(_package.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{_package.__name__}.{info.name}")
+        declared = getattr(module, "CATEGORY", None)
+        if not isinstance(declared, Category) or declared.name != info.name:
+            raise ImportError(
+                f"{module.__file__}: a category module declares CATEGORY = Category({info.name!r}, ...)"
+            )
+        found.append(declared)
+    return tuple(found)
 
 
-CATEGORIES: tuple[Category, ...] = (
-    Category(
-        "op_policy",
-        "output dtype per policy, for every entry point of every listed op",
-        op_policy,
-        _fixed(*_NOT_BANNED),
-    ),
-    Category(
-        "numerics",
-        "native output equals the reference oracle's (needs the backend's kernels)",
-        numerics,
-        _fixed(*_NOT_BANNED),
-        needs_output=lambda case: True,
-    ),
-    Category(
-        "eligibility",
-        "float64/int/bool, other-device, in-place and out= inputs are never cast",
-        eligibility,
-        _fixed(*Policy),
-        # other_device compares outputs, except for an intercept_only op (it watches arrivals)
-        needs_output=lambda case: False,
-    ),
-    Category(
-        "registration",
-        "the backend's Autocast kernels are exactly the spec's ops",
-        registration,
-        _fixed(*Policy),
-    ),
-    Category("unlisted", "ops the spec does not list run in their input dtype", unlisted),
-    Category(
-        "promote", "promote policy: mixed inputs go to the widest type", promote, _fixed(Policy.PROMOTE)
-    ),
-    Category("banned", "banned ops raise the spec's message", banned, _fixed(Policy.BANNED)),
-    Category("opt_dtype", "fp32_set_opt_dtype respects an explicit dtype=", opt_dtype),
-    Category(
-        "context",
-        "autocast context semantics per device and dtype: nesting, decorator, exceptions, dtypes",
-        context,
-    ),
-    Category(
-        "threads",
-        "thread-local autocast state (enabled, dtype, cache flag, nesting) in a new thread",
-        threads,
-    ),
-    Category(
-        "cache",
-        "the weight-cast cache, per op of the cached policies",
-        cache,
-        lambda rules: rules.cache.policies,
-    ),
-    Category(
-        "transitions",
-        "state changes between two calls in one region (grad mode, cache flag, nesting, dtype)",
-        transitions,
-        mandatory_able=False,  # a Hypothesis state machine: its examples are drawn
-    ),
-    Category(
-        "autograd",
-        "gradient dtypes and backward under autocast; torch.utils.checkpoint recompute",
-        autograd,
-        _fixed(Policy.LOWER_PRECISION_FP, Policy.FP32),
-        needs_output=lambda case: True,
-    ),
-    Category(
-        "functorch",
-        "every listed op's policy under torch.vmap and torch.func.grad",
-        functorch,
-        needs_output=lambda case: True,
-    ),
-    Category("custom_function", "torch.amp.custom_fwd / custom_bwd", custom_function),
-    Category(
-        "python_surface",
-        "the public autocast entry points: aliases, argument checks, getters, the cache across threads",
-        python_surface,
-    ),
-    Category(
-        "custom_op", "torch.library.custom_op with register_autocast follows the eligibility rules", custom_op
-    ),
-    Category("coverage", "every spec entry yields tests", mandatory_able=False),
-    Category("jit", "TorchScript / trace / torch.compile limitations and mode checks", mandatory_able=False),
-)
-
+CATEGORIES: tuple[Category, ...] = _discover()
 BY_NAME: dict[str, Category] = {c.name: c for c in CATEGORIES}
-GENERATORS: dict[str, Generator] = {g: fn for c in CATEGORIES for g, fn in c.generators.items()}
-# The checks of the execution modes (the jit category's): they live in conformance/modes/.
-MODE_CHECKS = (
-    ops.MATCHES_EAGER,
-    regions.REGION,
-    gradients.GRADIENTS,
-    exceptions.EXCEPTION_STATE,
-    scenarios.LIMITATION,
-)
-# The coverage category's checks (conformance/test_coverage.py, on this registry).
-OP_HAS_TESTS = "coverage.op_has_tests"
-RULE_HAS_TESTS = "coverage.rule_has_tests"
+_OWNER: dict[CaseGenerator, Category] = {g: c for c in CATEGORIES for g in c.generators}
+
 # The check conformance/collection.py runs around every suite test: the test leaves the
 # thread's autocast state as it found it (a context rule: every region's exit restores it).
 LEAKED_STATE = "context.leaked_state"
@@ -178,7 +51,7 @@ RUN_MARKERS = {
     "hypothesis": "property-based tests (random dtype mixes, state machines)",
     "requires_kernels": "needs the backend's kernels: skipped with --policy-only",
     "real_tensors": "needs real tensors (C++ cast cache, backward): skipped with --policy-only",
-    "mode_check": "an op run through --mode script|trace|compile|export|aoti vs eager",
+    "mode_check": "a check through --mode script|trace|compile|export|aoti against eager",
     "slow": "builds C++ per batch (--mode aoti: AOTInductor packages, minutes cold); -m 'not slow' skips it",
 }
 
@@ -190,13 +63,16 @@ def markers() -> dict[str, str]:
 
 def all_checks() -> tuple[str, ...]:
     """Every check of the suite: what a known bug's ``check`` may name."""
-    suite_wide = {*MODE_CHECKS, OP_HAS_TESTS, RULE_HAS_TESTS, LEAKED_STATE}
-    return tuple(sorted({ch for c in CATEGORIES for ch in c.checks} | suite_wide))
+    return tuple(sorted({ch for c in CATEGORIES for ch in c.checks} | {LEAKED_STATE}))
 
 
-def category_of(generator: str) -> str:
-    """The category a generator (a ``conformance_cases`` name) belongs to."""
-    return next(c.name for c in CATEGORIES if generator in c.generators)
+def category_of(generator: CaseGenerator) -> Category:
+    """The category whose module declares ``generator``."""
+    try:
+        return _OWNER[generator]
+    except KeyError:
+        name = getattr(generator, "__qualname__", repr(generator))
+        raise LookupError(f"{name} is no category's generator: list it in its module's CATEGORY") from None
 
 
 def category_names() -> frozenset[str]:
@@ -207,33 +83,32 @@ def mandatory_able() -> frozenset[str]:
     return frozenset(c.name for c in CATEGORIES if c.mandatory_able)
 
 
-def needs_output(case: Case) -> bool:
+def needs_output(case: Case[Any]) -> bool:
     c = BY_NAME.get(case.category)
-    return c is not None and c.needs_output(case)
+    return c is not None and c.needs_output
 
 
-# The categories whose checks run the op's kernel on the backend's real tensors (a kernel gap
-# the op catalog declares for the device and dtype makes them not apply).
-KERNEL_RUNNING = ("op_policy", "numerics", "autograd", "functorch", "promote", "opt_dtype")
+def runs_kernel(case: Case[Any]) -> bool:
+    """Whether the case's checks run the op's kernel on the backend's real tensors (a kernel
+    gap the op catalog declares for the device and dtype makes them not apply)."""
+    c = BY_NAME.get(case.category)
+    return c is not None and c.runs_kernel
 
 
-def runs_kernel(case: Case) -> bool:
-    return case.category in KERNEL_RUNNING
+_CACHE: dict[tuple[int, CaseGenerator], list[Case[Any]]] = {}
 
 
-_CACHE: dict[tuple[int, str], list[Case]] = {}
-
-
-def cases(target: Target, generator: str) -> list[Case]:
+def cases(target: Target, generator: CaseGenerator) -> list[Case[Any]]:
+    """``generator``'s cases for ``target``, made once per run."""
     key = (id(target), generator)
     if key not in _CACHE:
-        _CACHE[key] = GENERATORS[generator](target)
+        _CACHE[key] = generator(target)
     return _CACHE[key]
 
 
 def expected_categories(policy: Policy, rules: Rules) -> tuple[str, ...]:
     """The categories every listed op of ``policy`` must produce tests in."""
-    return tuple(c.name for c in CATEGORIES if c.generators and policy in c.policies(rules))
+    return tuple(c.name for c in CATEGORIES if c.generators and policy in c.owed(rules))
 
 
 def coverage(target: Target) -> dict[str, list[str]]:

@@ -1,7 +1,7 @@
 """What a conformance run tests: the backend, its dtypes, the spec, and the kind of run
 (real tensors, or FakeTensors and no kernels: a policy-only run; native autocast or the
-reference standing in for it). The execution modes (``--mode``) are another matter:
-conformance/modes/.
+reference standing in for it), and the execution modes the run goes through (``--mode``,
+``--compile-backend``: the mode categories generate their cases from them).
 
 :func:`resolve_target` turns the command-line options into a :class:`Target`,
 or raises :class:`TargetError` with one line that names the option and the fix
@@ -23,7 +23,7 @@ import torch
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
-from reference_impl.engine.dtypes import dtype_of
+from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.engine.torch_registry import op_exists
 from reference_impl.harness.devices import (
     VendorImportError,
@@ -35,6 +35,7 @@ from reference_impl.harness.devices import (
 )
 from reference_impl.harness.state import raw_autocast
 from reference_impl.kernels.reference_autocast import autocast as reference_autocast
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, Mode
 from reference_impl.spectools.installed_spec import load_installed_spec
 
 IMPLEMENTATIONS = ("native", "reference")
@@ -53,6 +54,8 @@ class Options:
     policy_only: bool
     implementation: str = "native"
     ops: tuple[str, ...] = ()  # --op: only these ops' tests
+    modes: tuple[str, ...] = ()  # --mode (repeatable; none: eager)
+    compile_backend: str = DEFAULT_COMPILE_BACKEND  # --compile-backend
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class Target:
     spec: Spec
     device: str  # the torch device type, e.g. "cuda" or a privateuse1 backend's name
     device_spec: DeviceSpec
-    dtypes: tuple[str, ...]  # the lower dtypes under test
+    dtypes: tuple[torch.dtype, ...]  # the lower dtypes under test
     policy_only: bool  # FakeTensors and no kernels: numerics are skipped
     reference_device: str
     # "native": the backend's own autocast (torch.autocast and its Autocast kernels);
@@ -75,10 +78,18 @@ class Target:
     selected_ops: frozenset[str] = frozenset()
     # what the import of the vendor's module did to the environment its spec names (header)
     vendor_note: str = ""
+    modes: tuple[Mode, ...] = (Mode.EAGER,)  # the execution modes the run goes through
+    compile_backend: str = DEFAULT_COMPILE_BACKEND  # torch.compile's backend under Mode.COMPILE
+
+    @property
+    def compiled_modes(self) -> tuple[Mode, ...]:
+        """The selected modes other than eager (what the mode categories compare with eager)."""
+        return tuple(m for m in self.modes if m is not Mode.EAGER)
 
     def __repr__(self) -> str:  # short: tracebacks print it once per frame (pytest's repr_args)
         kind = "policy-only" if self.policy_only else self.implementation
-        return f"Target({self.device!r}, {self.dtypes}, {kind}, {self.spec!r})"
+        names = tuple(dtype_name(d) for d in self.dtypes)
+        return f"Target({self.device!r}, {names}, {kind}, {self.spec!r})"
 
     def selects(self, op: str) -> bool:
         """Whether the run generates ``op``'s tests (``--op``)."""
@@ -145,8 +156,9 @@ class Target:
     def describe(self) -> str:
         tensors = "policy-only (FakeTensors)" if self.policy_only else "real tensors"
         impl = "reference_impl.autocast" if self.uses_reference else "native autocast"
+        dtypes = ", ".join(map(dtype_name, self.dtypes))
         return (
-            f"backend {self.device} ({self.dispatch_key}), {impl}, dtypes {', '.join(self.dtypes)}, "
+            f"backend {self.device} ({self.dispatch_key}), {impl}, dtypes {dtypes}, "
             f"{tensors}, "
             f"reference on {self.reference_device}, spec for torch {self.spec.torch_version} "
             f"({len(self.spec.files)} files, {self.spec.content_hash[:12]})"
@@ -234,9 +246,7 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
         vendor_note = load_backend(loaded.devices[backend], backend)
     spec = _spec_for_backend(loaded, backend)
     ds = spec.devices[backend]
-    dtypes = _dtypes_for(ds, opts.dtype)
-    for d in dtypes:
-        dtype_of(d)
+    dtypes = tuple(dtype_of(d) for d in _dtypes_for(ds, opts.dtype))
     # a policy-only run never asks the device anything (not even for an empty tensor)
     if not opts.policy_only and not device_is_real(backend):
         raise TargetError(
@@ -254,8 +264,20 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
     if absent:
         ds = replace(ds, ops={op: e for op, e in ds.ops.items() if op not in absent})
     selected = _selected_ops(opts.ops, spec, ds)
+    modes = tuple(dict.fromkeys(Mode(m) for m in opts.modes)) or (Mode.EAGER,)
     return Target(
-        spec, backend, ds, dtypes, opts.policy_only, ref, opts.implementation, absent, selected, vendor_note
+        spec,
+        backend,
+        ds,
+        dtypes,
+        opts.policy_only,
+        ref,
+        opts.implementation,
+        absent,
+        selected,
+        vendor_note,
+        modes,
+        opts.compile_backend,
     )
 
 

@@ -1,4 +1,4 @@
-"""cache: the weight-cast cache, per op of the cached policies (categories/cache.py)."""
+"""The cache category's tests: conformance/categories/cache.py."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import torch
 
 from conformance.categories import cache
 from conformance.kit.case import Case
+from conformance.kit.category import conformance_cases
 from conformance.kit.verdict import expect
 from conformance.target import Target
 
 pytestmark = [pytest.mark.cache, pytest.mark.real_tensors]
 
 
-@pytest.mark.conformance_cases("cache")
+@conformance_cases(cache.cases)
 def test_cache(target: Target, case: Case) -> None:
     expect(target, cache.scenario(target, case))
 

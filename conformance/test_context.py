@@ -1,4 +1,4 @@
-"""context: the autocast context manager's semantics per device and dtype (categories/context.py)."""
+"""The context category's tests: conformance/categories/context.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""custom_function: torch.amp.custom_fwd / custom_bwd (categories/custom_function.py)."""
+"""The custom_function category's tests: conformance/categories/custom_function.py."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import pytest
 
 from conformance.categories import custom_function
 from conformance.kit.case import Case
+from conformance.kit.category import conformance_cases
 from conformance.kit.verdict import expect
 from conformance.target import Target
 
 pytestmark = pytest.mark.real_tensors
 
 
-@pytest.mark.conformance_cases("custom_function")
+@conformance_cases(custom_function.cases)
 def test_custom_function(target: Target, case: Case) -> None:
     expect(target, custom_function.combination(target, case))

@@ -1,7 +1,5 @@
-"""Property-based tests: random dtype mixes for listed ops against the reference
-(categories/numerics.py), and a state machine of enter/exit/enable/disable/dtype changes
-against a model of it (categories/context.py). Settings: conformance.kit.hypothesis
-(certification derandomizes them)."""
+"""The property-based tests of the numerics and context categories (random dtype mixes; a state
+machine of regions): conformance/categories/numerics.py, context.py."""
 
 from __future__ import annotations
 

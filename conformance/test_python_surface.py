@@ -1,16 +1,14 @@
-"""python_surface: the public autocast entry points as spec/python_surface.yaml lists them
-(categories/python_surface.py)."""
+"""The python_surface category's tests: conformance/categories/python_surface.py."""
 
 from __future__ import annotations
 
-import pytest
-
 from conformance.categories import python_surface
 from conformance.kit.case import Case
+from conformance.kit.category import conformance_cases
 from conformance.kit.verdict import expect
 from conformance.target import Target
 
 
-@pytest.mark.conformance_cases("python_surface")
+@conformance_cases(python_surface.cases)
 def test_python_surface(target: Target, case: Case) -> None:
     expect(target, python_surface.check(target, case))

@@ -1,5 +1,4 @@
-"""transitions: state changes between calls in one region, against the spec's model
-(categories/transitions.py)."""
+"""The transitions category's tests: conformance/categories/transitions.py."""
 
 from __future__ import annotations
 

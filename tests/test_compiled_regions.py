@@ -1,4 +1,4 @@
-"""Region programs (conformance/modes/regions.py): small multi-op autocast regions compiled as
+"""Region programs (conformance/categories/regions.py): small multi-op autocast regions compiled as
 one graph against eager autocast, their declarations, and planted compiler breaks they catch.
 
 The breaks: ``dropcast`` (a ``torch.compile`` backend that removes every cast to a
@@ -17,13 +17,32 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 from helpers.suite_runs import run_planted, summary
 from test_compiled_modes import DROP_ROUNDING, DROPCAST
 from test_value_divergences import DECL as OP_DECL
 
 from autocast_spec.model import Spec
+from conformance.categories import regions
+from conformance.kit.case import Case
 from conformance.kit.verdict import expect
-from conformance.modes import regions
+from reference_impl.modes.batch import Config
+from reference_impl.modes.run import Mode
+
+
+def fake_target(spec: Spec, modes: tuple[Mode, ...] = (Mode.COMPILE,), **more: object) -> SimpleNamespace:
+    """A target of the fields the regions category reads."""
+    fields = {"device": "cpu", "dtypes": (torch.bfloat16,), "spec": spec, "device_spec": spec.devices["cpu"]}
+    target = SimpleNamespace(selected_ops=(), policy_only=False, modes=modes, **fields)
+    target.__dict__.update(more)
+    if "selects" not in more:
+        target.selects = lambda op: True
+    return target
+
+
+def region_case(region: str, config: Config = Config.DEFAULT) -> Case[regions.Compiled]:
+    return Case("regions", "cpu", torch.bfloat16, params=regions.Compiled(region, config))
+
 
 TEST = "conformance.test_modes::test_region_matches_eager[{}]"
 SELECT = ("-m", "mode_check", "-k", "region_matches_eager")
@@ -52,30 +71,26 @@ def test_the_spec_declares_regions_that_exist(spec: Spec) -> None:
 
 def test_a_declaration_of_an_unknown_region_fails(spec: Spec) -> None:
     planted = replace(spec, value_divergences=(*spec.value_divergences, replace(DECL, region="nope")))
-    target = SimpleNamespace(
-        device="cpu", dtypes=("bfloat16",), spec=planted, device_spec=planted.devices["cpu"], selected_ops=()
-    )
-    target.selects = lambda op: True
-    cases = regions.region_cases(target, ("compile",), "inductor")  # type: ignore[arg-type]
+    target = fake_target(planted, compile_backend="inductor")
+    cases = regions.cases(target)  # type: ignore[arg-type]
     assert "compile-nope-bfloat16" in [c.id for c in cases]
-    obs = regions.region_matches_eager(target, regions.RegionCase("nope", "bfloat16", "default"), "inductor")  # type: ignore[arg-type]
+    obs = regions.matches_eager(target, region_case("nope"))  # type: ignore[arg-type]
     with pytest.raises(pytest.fail.Exception, match="declares region 'nope', which no program"):
         expect(target, obs)  # type: ignore[arg-type]
 
 
 def test_regions_follow_op_selection(spec: Spec) -> None:
-    target = SimpleNamespace(
-        device="cpu",
-        dtypes=("bfloat16",),
-        spec=spec,
-        device_spec=spec.devices["cpu"],
+    target = fake_target(
+        spec,
+        compile_backend="aot_eager",
         selected_ops=("aten::layer_norm",),
+        selects=lambda op: op == "aten::layer_norm",
     )
-    target.selects = lambda op: op == "aten::layer_norm"
-    ids = {c.id for c in regions.region_cases(target, ("compile",), "aot_eager")}  # type: ignore[arg-type]
+    ids = {c.id for c in regions.cases(target)}  # type: ignore[arg-type]
     # the program selected by its op, and every program a declaration names
     assert ids == {f"compile-{r}-bfloat16" for r in {"layer-norm-linear"} | regions.declared_regions(spec)}
-    assert not regions.region_cases(target, ("export",), "inductor")  # type: ignore[arg-type]
+    exported = fake_target(spec, (Mode.EXPORT,), compile_backend="inductor")
+    assert not regions.cases(exported)  # type: ignore[arg-type]
 
 
 def test_a_program_s_ops_are_read_from_the_program(spec: Spec) -> None:
@@ -113,12 +128,12 @@ def test_an_inductor_pass_that_drops_a_rounding_cast_fails_the_emulated_region(t
 def test_a_region_beyond_its_declared_bound_fails(spec: Spec) -> None:
     """layer-norm-linear's emulated pass differs by one bfloat16 ulp (0.0078, pytorch#168126):
     xfail under the bundled declaration, a failure under a planted bound below it."""
-    rc = regions.RegionCase("layer-norm-linear", "bfloat16", "emulate_precision_casts")
+    rc = region_case("layer-norm-linear", Config.EMULATE)
 
     def verdict(s: Spec) -> str:
-        target = SimpleNamespace(device="cpu", spec=s, device_spec=s.devices["cpu"], policy_only=False)
+        target = fake_target(s, compile_backend="inductor")
         try:
-            expect(target, regions.region_matches_eager(target, rc, "inductor"))  # type: ignore[arg-type]
+            expect(target, regions.matches_eager(target, rc))  # type: ignore[arg-type]
         except pytest.xfail.Exception as e:
             return f"xfail: {e}"
         except pytest.fail.Exception as e:
@@ -126,6 +141,7 @@ def test_a_region_beyond_its_declared_bound_fails(spec: Spec) -> None:
         return "pass"
 
     assert verdict(spec).startswith("xfail: declared value divergence"), verdict(spec)
-    tight = tuple(replace(d, max_error=0.001) if d.region == rc.region else d for d in spec.value_divergences)
+    region = "layer-norm-linear"
+    tight = tuple(replace(d, max_error=0.001) if d.region == region else d for d in spec.value_divergences)
     got = verdict(replace(spec, value_divergences=tight))
     assert got.startswith("fail:") and "over the declared bound 0.001" in got, got

@@ -8,6 +8,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from autocast_spec.builders import build_ops
 from autocast_spec.common import SourceLoc
@@ -39,7 +40,7 @@ def spec() -> Spec:
 def _verdict(spec: Spec, op: str) -> str:
     rules = replace(spec.rules, known_bugs=(BUG,))
     target = SimpleNamespace(device="cpu", spec=replace(spec, rules=rules), device_spec=spec.devices["cpu"])
-    seen = Observation(Case("cache", "cpu", "bfloat16", op=op), "cache.scenario", "planted", "True", SEEN)
+    seen = Observation(Case("cache", "cpu", torch.bfloat16, op=op), "cache.scenario", "planted", "True", SEEN)
     try:
         expect(target, seen)  # type: ignore[arg-type]
     except pytest.xfail.Exception:

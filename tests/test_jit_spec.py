@@ -12,13 +12,17 @@ import torch
 
 from autocast_spec.common import frozen_map
 from autocast_spec.model import Divergence, OpPolicy, Policy, Spec
+from conformance.categories import modes
+from conformance.kit import scenarios
 from conformance.kit.case import Case
+from conformance.kit.divergences import Run, declaration
+from conformance.kit.scenarios import core as jit_core
 from conformance.kit.verdict import Observation, expect
-from conformance.modes import ops, scenarios
-from conformance.modes import run as mode_run
-from conformance.modes.scenarios import core as jit_core
 from reference_impl.cli.jit_tables import END, START, extract_block, jit_block
 from reference_impl.cli.list_cmd import device_listing
+from reference_impl.modes import run as mode_run
+from reference_impl.modes.batch import Config
+from reference_impl.modes.run import Mode
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,20 +72,20 @@ def test_generated_table_matches_the_docs(spec: Spec) -> None:
 
 
 DECL = Divergence("aten::mm", "bfloat16", "float32", "test", "float32")
-MC = ops.ModeCase("script", "aten::mm", "bfloat16", "float32")
+MC = Run(Mode.SCRIPT, "aot_eager", Config.DEFAULT, torch.bfloat16, "aten::mm", torch.float32)
 
 
 def _verdict(
-    spec: Spec, eager: str, observed: str, declared: Divergence | None, mc: ops.ModeCase = MC
+    spec: Spec, eager: str, observed: str, declared: Divergence | None, mc: Run = MC
 ) -> tuple[str, str]:
     """What :func:`expect` makes of a mode's label against eager's: pass, xfail or fail, and why."""
     seen = Observation(
-        Case("jit", "cpu", mc.dtype, op=mc.op),
-        ops.MATCHES_EAGER,
+        Case("modes", "cpu", mc.dtype, op=mc.op),
+        modes.MATCHES_EAGER,
         "differs",
         eager,
         observed,
-        declared=ops.declaration(mc, declared, mode_run.DEFAULT_COMPILE_BACKEND),
+        declared=declaration(mc, declared),
     )
     try:
         expect(SimpleNamespace(device="cpu", spec=spec, device_spec=spec.devices["cpu"]), seen)  # type: ignore[arg-type]
@@ -116,7 +120,7 @@ def test_the_verdict_shows_the_condition_a_divergence_depends_on(
     spec: Spec, observed: str, status: str
 ) -> None:
     declared = replace(DECL, condition="the host CPU has AVX-512")
-    mc = replace(MC, mode="compile")
+    mc = replace(MC, mode=Mode.COMPILE)
     verdict, why = _verdict(spec, "bfloat16", observed, declared, mc)
     assert verdict == status and "the host CPU has AVX-512" in why, why
     stale, why = _verdict(spec, "error", "error", declared, mc)

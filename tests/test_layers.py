@@ -39,9 +39,9 @@ FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {
             "(inductor, AOTInductor) needs it, not every process that loads the suite"
         )
         for module, target in (
-            ("conformance.modes.aoti", "torch._inductor"),
-            ("conformance.modes.batch", "torch._inductor.config"),
-            ("conformance.modes.run", "torch._inductor"),
+            ("reference_impl.modes.aoti", "torch._inductor"),
+            ("reference_impl.modes.batch", "torch._inductor.config"),
+            ("reference_impl.modes.run", "torch._inductor"),
         )
     },
 }

@@ -27,6 +27,7 @@ from conformance.categories import (
     transitions,
 )
 from conformance.kit.case import Case
+from conformance.kit.category import Category
 from conformance.target import Options, Target, resolve_target
 from reference_impl.harness.state import autocast_state_kept
 from reference_impl.spectools.installed_spec import load_installed_spec
@@ -51,7 +52,7 @@ def with_rules(t: Target, part: str | None = None, **changes: Any) -> Target:
 
 
 def _cache_case(t: Target, kind: str) -> Case:
-    return next(c for c in cache.cases(t) if c.variant is cache.Scenario(kind))
+    return next(c for c in cache.cases(t) if c.params is cache.Scenario(kind))
 
 
 @pytest.mark.parametrize(
@@ -82,13 +83,15 @@ def test_cache_policies_drive_the_ops(cpu: Target) -> None:
 
 @pytest.mark.parametrize(("knob", "value"), [("thread_local", False), ("new_thread_enabled", True)])
 def test_thread_knobs_change_expectation(cpu: Target, knob: str, value: bool) -> None:
-    case = Case("threads", "cpu", DTYPE, variant=threads.ThreadReads(threads.When.PARENT_INSIDE, "enabled"))
+    case = Case(
+        "threads", "cpu", torch.bfloat16, params=threads.ThreadReads(threads.When.PARENT_INSIDE, "enabled")
+    )
     assert threads.state(cpu, case).expected is False
     assert threads.state(with_rules(cpu, "context", **{knob: value}), case).expected is True
 
 
 def _kinds(t: Target) -> set[str]:
-    return {c.label for c in eligibility.cases(t)}
+    return {c.params_label for c in eligibility.cases(t)}
 
 
 @pytest.mark.parametrize(
@@ -109,7 +112,7 @@ def test_eligibility_knobs_drive_the_variants(
 
 def test_eligibility_rules_drive_custom_fwd(cpu: Target) -> None:
     applied = custom_function.Applied(True, custom_function.CastInputs.FLOAT32, "float64")
-    case = Case("custom_function", "cpu", DTYPE, variant=applied)
+    case = Case("custom_function", "cpu", torch.bfloat16, params=applied)
     assert custom_function.combination(cpu, case).expected["fwd_input"] == "float64"
     relaxed = with_rules(cpu, "eligibility", never_cast=())
     assert custom_function.combination(relaxed, case).expected["fwd_input"] == "float32"
@@ -149,7 +152,7 @@ def test_exception_knob_decides_the_check(cpu: Target, restores: bool) -> None:
 
 
 def _steps(t: Target, steps: list[tuple[str, dict[str, Any]]]) -> None:
-    machine = transitions.make_machine(t, DTYPE)()
+    machine = transitions.make_machine(t, torch.bfloat16)()
     try:
         machine.choose_ops([0])
         for name, kw in steps:
@@ -197,7 +200,7 @@ def test_transition_knobs_change_the_model(
 
 
 @pytest.mark.parametrize("category", [c for c in registry.CATEGORIES if c.generators], ids=lambda c: c.name)
-def test_a_category_marks_its_own_cases(cpu: Target, category: registry.Category) -> None:
+def test_a_category_marks_its_own_cases(cpu: Target, category: Category) -> None:
     """``-m <category>`` selects the category's tests: every case a category's generators
     make carries that category (its pytest marker and the category certification records)."""
     for gen in category.generators:
@@ -212,13 +215,13 @@ def test_registry_is_the_one_list(cpu: Target) -> None:
     assert len(names) == len(set(names))
     assert set(names) <= set(CATEGORY_MARKERS)
     assert set(cpu.spec.rules.mandatory_core) <= registry.mandatory_able()
-    assert all(registry.category_of(g) for g in registry.GENERATORS)
-    # every test module of the suite is a category or belongs to one
+    assert all(registry.category_of(g) is c for c in registry.CATEGORIES for g in c.generators)
+    # every module of conformance/categories/ declares its category, under its own name
     suite = Path(registry.__file__).parent
+    assert {p.stem for p in (suite / "categories").glob("*.py")} - {"__init__"} == set(names)
+    # every test module of the suite is a category or belongs to one
     modules = {p.stem.removeprefix("test_") for p in suite.glob("test_*.py")}
-    assert modules - set(names) <= {
-        "op_policy", "entry_agreement", "hypothesis", "jit_limitations", "modes"
-    }  # fmt: skip
+    assert modules - set(names) <= {"hypothesis", "jit_limitations"}
 
 
 def test_known_bugs_may_name_every_check_of_the_suite() -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import textwrap
+import typing
 from pathlib import Path
 
 import pytest
 
+from autocast_spec import vocabulary
+from autocast_spec.files import SCHEMA_FILE, bundled_spec_dir
 from conformance.cli import main
 
 VENDOR_HEADER = """\
@@ -196,3 +199,14 @@ def test_declaration_without_source_fails(
     # the entry's line: at or just above the line taken away
     got = int(lines[0].split(f"{name}:")[1].split(":")[0])
     assert at - 8 <= got <= at, (at, err)
+
+
+def test_the_model_s_vocabularies_are_the_schema_s() -> None:
+    """Each closed vocabulary the model types a field with (autocast_spec/vocabulary.py) allows
+    exactly what the schema's enum allows."""
+    schema = json.loads((bundled_spec_dir() / SCHEMA_FILE).read_text())
+    for name, (literal, path) in vocabulary.SCHEMA.items():
+        node = schema["$defs"]
+        for step in path.split("."):
+            node = node[step] if step in ("items",) or node is schema["$defs"] else node["properties"][step]
+        assert set(typing.get_args(literal)) == set(node["enum"]), (name, path, node["enum"])

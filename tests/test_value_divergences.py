@@ -15,9 +15,12 @@ import torch
 
 from autocast_spec.common import SourceLoc, Tolerance
 from autocast_spec.model import Spec, ValueDivergence
+from conformance.kit import divergences
 from conformance.kit.case import Case
+from conformance.kit.divergences import Run
 from conformance.kit.verdict import DeclarationNotObserved, expect
-from conformance.modes import values
+from reference_impl.modes.batch import Config
+from reference_impl.modes.run import Mode
 
 TOL = Tolerance(atol=0.01, rtol=0.016)
 DECL = ValueDivergence(
@@ -41,15 +44,18 @@ def _verdict(
     eager = torch.zeros(4)
     got = eager.clone()
     got[1] = error
-    seen = values.values_observation(
-        Case("jit", "cpu", "bfloat16", op="aten::mm"),
+    config = Config(declared.config) if declared is not None else Config.DEFAULT
+    run = Run(Mode.COMPILE, "inductor", config, torch.bfloat16, "aten::mm", torch.float32)
+    seen = divergences.values_observation(
+        replace(spec, value_divergences=(declared,) if declared is not None else ()),
+        run,
+        Case("modes", "cpu", torch.bfloat16, op="aten::mm"),
         "modes.matches_eager",
         "compile aten::mm",
         eager,
         got,
         tol,
         (),
-        declared,
         "r",
     )
     try:
@@ -78,7 +84,7 @@ def test_a_compiled_value_against_eager(
     assert verdict == status, why
     if status == "xfail":
         assert (
-            why.startswith(values.DECLARED_VALUES) and "planted" in why and "seen on torch 2.13.0" in why
+            why.startswith(divergences.DECLARED_VALUES) and "planted" in why and "seen on torch 2.13.0" in why
         ), why
     if status == "fail" and declared is not None:
         assert "over the declared bound 0.05" in why, why
@@ -92,7 +98,7 @@ def test_a_declaration_not_observed_passes_with_a_warning(spec: Spec) -> None:
 
 
 def test_a_declaration_for_another_host_does_not_apply(spec: Spec, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(values, "host_capability", lambda: "avx512")
+    monkeypatch.setattr(divergences, "host_capability", lambda: "avx512")
     verdict, why = _verdict(spec, 0.02, replace(DECL, host="avx2"))
     assert verdict == "fail" and "for host avx2 only (this host: avx512)" in why, why
     assert _verdict(spec, 0.02, replace(DECL, host="avx512"))[0] == "xfail"

@@ -17,6 +17,7 @@ those of the call without checkpoint.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,46 +26,51 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from autocast_spec.model import Policy
-from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.oracle import oracle_call
-from reference_impl.harness.samples import Materialized, first_tensor, output_tensors
+from reference_impl.harness.samples import Materialized, call, first_tensor, output_tensors
 from reference_impl.harness.state import quiet
 
 from ..kit.calls import state_for
 from ..kit.case import Case, listed_ops
+from ..kit.category import Category, owes
 from ..kit.inputs import make_inputs, rebuilt, resolve_mix
-from ..kit.intercept import call_entry
 from ..kit.verdict import Observation, not_applicable, one_line
 from ..target import Target
 
 GRAD_DTYPES = "autograd.grad_dtypes"
 CHECKPOINT = "autograd.checkpoint"
-CHECKS = (GRAD_DTYPES, CHECKPOINT)
 GRAD_POLICIES = (Policy.LOWER_PRECISION_FP, Policy.FP32)
 
 
-@dataclass(frozen=True)
-class Checkpointed:
-    reentrant: bool
+class Checkpointed(enum.Enum):
+    """``torch.utils.checkpoint`` with or without ``use_reentrant``."""
 
-    @property
-    def label(self) -> str:
-        return "checkpoint_reentrant" if self.reentrant else "checkpoint_non_reentrant"
+    REENTRANT = "checkpoint_reentrant"
+    NON_REENTRANT = "checkpoint_non_reentrant"
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[None]]:
     return [lo.case(target, "autograd") for lo in listed_ops(target, GRAD_POLICIES)]
 
 
-def checkpoint_cases(target: Target) -> list[Case]:
+def checkpoint_cases(target: Target) -> list[Case[Checkpointed]]:
     return [
-        lo.case(target, "autograd", variant=Checkpointed(r))
+        lo.case(target, "autograd", params=c)
         for lo in listed_ops(target, GRAD_POLICIES)
-        for r in (True, False)
+        for c in Checkpointed
     ]
 
 
-GENERATORS = {"autograd": cases, "checkpoint": checkpoint_cases}
+CATEGORY = Category(
+    "autograd",
+    __doc__,
+    checks=(GRAD_DTYPES, CHECKPOINT),
+    generators=(cases, checkpoint_cases),
+    owed=owes(*GRAD_POLICIES),
+    needs_output=True,
+    runs_kernel=True,
+)
 
 
 @dataclass
@@ -119,9 +125,9 @@ def derivative_mismatch(
 
 def grad_dtypes(target: Target, case: Case) -> Observation:
     """Native: forward under autocast, backward outside. Reference: the oracle's explicit casts."""
-    lower = dtype_of(case.dtype)
+    lower = case.lower
     sample = target.spec.ops[case.op].samples[0]
-    dtypes = resolve_mix(case.mix, case.dtype)
+    dtypes = resolve_mix(case.mix, lower)
 
     def leaves(m: Materialized) -> list[torch.Tensor]:
         return [t for t in m.tensors() if t.is_floating_point() and t.requires_grad]
@@ -132,7 +138,7 @@ def grad_dtypes(target: Target, case: Case) -> Observation:
 
         def native_forward() -> Any:
             with target.autocast(lower):
-                return call_entry(case.op, case.op, m)
+                return call(case.op, m)
 
         native = _forward_backward(native_forward, leaves(m))
         reference = _forward_backward(
@@ -159,18 +165,18 @@ def grad_run(
     """Forward under autocast (through ``wrap(body, *tensors)``, e.g. a checkpoint, when
     given; ``enabled=False``: in a disabled region), backward outside it; the body records
     its output dtypes on every call."""
-    lower = dtype_of(case.dtype)
+    lower = case.lower
     run = GradRun()
     m = make_inputs(
         target.spec.ops[case.op].samples[0],
-        resolve_mix(case.mix, case.dtype),
+        resolve_mix(case.mix, lower),
         target.device,
         requires_grad=True,
     )
     leaves = [t for t in m.tensors() if t.requires_grad]
 
     def body(*tensors: torch.Tensor) -> torch.Tensor:
-        out = call_entry(case.op, case.op, rebuilt(m, tensors))
+        out = call(case.op, rebuilt(m, tensors))
         # floating outputs only: under no_grad (the reentrant forward) some kernels skip workspaces
         run.forward_dtypes.append(
             tuple(dtype_name(t.dtype) for t in output_tensors(out) if t.is_floating_point())
@@ -212,20 +218,19 @@ def grads_differ(a: list[torch.Tensor | None], b: list[torch.Tensor | None]) -> 
     return None
 
 
-def recompute(target: Target, case: Case) -> Observation:
+def recompute(target: Target, case: Case[Checkpointed]) -> Observation:
     """The checkpointed call computes in the forward's dtypes and gets the plain call's gradients."""
-    assert isinstance(case.variant, Checkpointed)
     m, plain = grad_run(target, case, None)
     undeclared = derivative_mismatch(target, case, CHECKPOINT, plain.error, m)
     if undeclared is not None:
         return undeclared
-    reentrant = case.variant.reentrant
+    reentrant = case.params is Checkpointed.REENTRANT
 
     def wrapped(body: Callable[..., Any], *ts: torch.Tensor) -> Any:
         return checkpoint(body, *ts, use_reentrant=reentrant)
 
     _, ck = grad_run(target, case, wrapped)
-    what = f"torch.utils.checkpoint ({case.label.removeprefix('checkpoint_')}) under autocast"
+    what = f"torch.utils.checkpoint ({case.params_label.removeprefix('checkpoint_')}) under autocast"
     if ck.error:
         return Observation(case, CHECKPOINT, f"{what} raised", "runs", f"error: {ck.error}", m)
     calls = max(len(ck.forward_dtypes), 1)

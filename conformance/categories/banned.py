@@ -11,18 +11,24 @@ from autocast_spec.model import Policy
 
 from ..kit.calls import policy_call
 from ..kit.case import Case, listed_ops
+from ..kit.category import Category, owes
 from ..kit.verdict import Observation, one_line
 from ..target import Target
 
 RAISES = "banned.raises"
-CHECKS = (RAISES,)
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[None]]:
     return [lo.case(target, "banned") for lo in listed_ops(target, (Policy.BANNED,), banned=True)]
 
 
-GENERATORS = {"banned": cases}
+CATEGORY = Category(
+    "banned",
+    __doc__,
+    checks=(RAISES,),
+    generators=(cases,),
+    owed=owes(Policy.BANNED),
+)
 
 
 def raises(target: Target, case: Case) -> Observation:

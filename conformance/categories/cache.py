@@ -31,6 +31,7 @@ from reference_impl.harness.samples import Materialized
 
 from ..kit.calls import decide
 from ..kit.case import Case, device_needed, listed_ops
+from ..kit.category import Category
 from ..kit.inputs import flat_tensors, make_inputs, map_floats
 from ..kit.intercept import Sentinel, make_sentinel
 from ..kit.refusal import require_autocast
@@ -41,7 +42,6 @@ SCENARIO = "cache.scenario"
 WHAT = "the weight-cast cache differs from the spec"
 OTHER_DTYPE = "cache.other_dtype"
 GROWTH = "cache.growth"
-CHECKS = (SCENARIO, OTHER_DTYPE, GROWTH)
 
 
 class Scenario(enum.Enum):
@@ -52,10 +52,6 @@ class Scenario(enum.Enum):
     NESTED_EXIT = "nested_exit"  # kept across an inner exit, gone after the outermost (cleared_at)
     CACHE_DISABLED = "cache_disabled"  # autocast(cache_enabled=False): nothing cached
     OTHER_DTYPE = "other_dtype"  # a nested region with the device's other lower dtype (key)
-
-    @property
-    def label(self) -> str:
-        return self.value
 
 
 GIVEN = {
@@ -69,7 +65,7 @@ GIVEN = {
 }
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[Scenario]]:
     cached = target.spec.rules.cache.policies
     two_dtypes = len(target.device_spec.supported_dtypes) >= 2
     # per dtype, the ops of each cached policy in the rule's order, by name
@@ -78,35 +74,46 @@ def cases(target: Target) -> list[Case]:
     )
     ds = target.device_spec
 
-    def cached_under_both(op: str, dtype: str) -> bool:
+    def cached_under_both(op: str, dtype: torch.dtype) -> bool:
         """The op is cached under the other lower dtype too (not so where its policy follows
         the dtype, ``by_dtype``: IPEX's _addmm_activation is fp32 under float16)."""
-        others = [d for d in ds.supported_dtypes if d != dtype]
+        others = [d for d in ds.supported_dtypes if d != dtype_name(dtype)]
         return two_dtypes and all(ds.ops[op].policy_under(d) in cached for d in others)
 
     return [
-        Case("cache", target.device, lo.dtype, lo.policy.value, lo.op, lo.op, variant=s)
+        Case("cache", target.device, lo.dtype, lo.policy, lo.op, lo.op, params=s)
         for lo in by_policy
         for s in Scenario
         if s is not Scenario.OTHER_DTYPE or cached_under_both(lo.op, lo.dtype)
     ]
 
 
-GENERATORS = {"cache": cases}
+CATEGORY = Category(
+    "cache",
+    __doc__,
+    checks=(SCENARIO, OTHER_DTYPE, GROWTH),
+    generators=(cases,),
+    owed=lambda rules: rules.cache.policies,
+)
 
 
-def transition_pool(target: Target, dtype: str) -> list[Case]:
+def transition_pool(target: Target, dtype: torch.dtype) -> list[Case[Scenario]]:
     """The ops the state-transition machine draws from: this category's weight cases."""
     return [
         c
         for c in cases(target)
-        if c.dtype == dtype and c.variant is Scenario.WEIGHTS and not device_needed(target, c.op)
+        if c.dtype == dtype and c.params is Scenario.WEIGHTS and not device_needed(target, c.op)
     ]
 
 
-def scenario_of(case: Case) -> Scenario:
-    assert isinstance(case.variant, Scenario)
-    return case.variant
+def scenario_of(case: Case[Scenario]) -> Scenario:
+    assert case.params is not None
+    return case.params
+
+
+def lower_of(case: Case[Scenario]) -> torch.dtype:
+    assert case.dtype is not None
+    return case.dtype
 
 
 def _detached_view(t: torch.Tensor) -> torch.Tensor:
@@ -120,18 +127,18 @@ def _inputs(target: Target, case: Case) -> Materialized:
             target.spec.ops[case.op].samples[0],
             (torch.float32,),
             target.device,
-            requires_grad=case.variant is not Scenario.NO_GRAD_INPUTS,
+            requires_grad=case.params is not Scenario.NO_GRAD_INPUTS,
         )
-        if case.variant is Scenario.NON_LEAF:
+        if case.params is Scenario.NON_LEAF:
             m = map_floats(m, lambda t: t * 1)
-        elif case.variant is Scenario.VIEW:
+        elif case.params is Scenario.VIEW:
             m = map_floats(m, _detached_view)
     return m
 
 
 def _cached_slots(target: Target, case: Case, m: Materialized) -> tuple[list[bool], list[bool]]:
     """Per tensor, in arrival order: (cast by the plan, a weight-cache candidate)."""
-    plan = decide(target, dtype_of(case.dtype), case.op, m).plan
+    plan = decide(target, lower_of(case), case.op, m).plan
     assert plan is not None
     casts = {c.path: c for c in plan.casts}
     found = [casts.get(path) for path, _ in m.tensor_paths()]
@@ -144,19 +151,19 @@ def _same(a: list[Any], b: list[Any]) -> list[bool]:
 
 def scenario(target: Target, case: Case) -> Observation:
     """Two calls of the op in the case's scenario; which casts were reused."""
-    require_autocast(target, dtype_of(case.dtype))
-    if case.variant is Scenario.OTHER_DTYPE:
+    lower = lower_of(case)
+    require_autocast(target, lower)
+    if case.params is Scenario.OTHER_DTYPE:
         return _other_dtype(target, case)
-    lower = dtype_of(case.dtype)
     rules = target.spec.rules.cache
     m = _inputs(target, case)
     p = Sentinel(target, case.op, m, case, SCENARIO)
     cast, weight = _cached_slots(target, case, m)
     region = lambda **kw: target.autocast_impl(target.device, dtype=lower, **kw)  # noqa: E731
-    if case.variant is Scenario.NESTED_EXIT:
+    if case.params is Scenario.NESTED_EXIT:
         return _nested_exit(target, case, m, p, cast, weight)
     with target.tensors():
-        enabled = case.variant is not Scenario.CACHE_DISABLED
+        enabled = case.params is not Scenario.CACHE_DISABLED
         with region(cache_enabled=enabled):
             a = flat_tensors(p.arrived())
             b = flat_tensors(p.arrived())
@@ -177,7 +184,7 @@ def _nested_exit(
 ) -> Observation:
     """A cast kept across an inner exit, gone after the outermost one (``cleared_at``)."""
     rules = target.spec.rules.cache
-    region = lambda: target.autocast_impl(target.device, dtype=dtype_of(case.dtype))  # noqa: E731
+    region = lambda: target.autocast_impl(target.device, dtype=lower_of(case))  # noqa: E731
     with target.tensors():
         with region():
             with region():
@@ -202,8 +209,8 @@ def _other_dtype(target: Target, case: Case) -> Observation:
     """A weight cast in a region, then the same call in a nested region with the device's
     other lower dtype: under rules.cache.key source_and_dtype the nested call gets a fresh
     cast to its own dtype; under source it gets the outer region's cast again."""
-    lower = dtype_of(case.dtype)
-    other = dtype_of(next(d for d in target.device_spec.supported_dtypes if d != case.dtype))
+    lower = lower_of(case)
+    other = dtype_of(next(d for d in target.device_spec.supported_dtypes if d != case.dtype_text))
     key = target.spec.rules.cache.key
     m = _inputs(target, case)
     p = Sentinel(target, case.op, m, case, OTHER_DTYPE)
@@ -246,7 +253,7 @@ def growth(target: Target, lower: torch.dtype, grad_mode: str) -> Observation:
     require_autocast(target, lower)
     if grad_mode == "inference_mode" and target.policy_only:
         not_applicable("inference_mode skips the Autograd key and FakeTensors never reach the backend key")
-    p = make_sentinel(target, Case("cache", target.device, dtype_name(lower)), GROWTH, requires_grad=True)
+    p = make_sentinel(target, Case("cache", target.device, lower), GROWTH, requires_grad=True)
     slots = [
         i
         for i, t in enumerate(p.inputs.tensors())

@@ -34,6 +34,7 @@ from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.harness.state import restore_autocast, snapshot_autocast
 
 from ..kit.case import Case
+from ..kit.category import Category
 from ..kit.intercept import make_sentinel
 from ..kit.state import autocast_fields
 from ..kit.verdict import Observation, expect, one_line
@@ -47,20 +48,24 @@ DECORATOR = "context.decorator"
 EXCEPTION = "context.exception"
 UNSUPPORTED_DTYPE = "context.unsupported_dtype"
 STATE_MACHINE = "context.state_machine"
-CHECKS = (
-    QUERIES,
-    ANY_ENABLED,
-    NO_ARGUMENT_QUERY,
-    NESTING,
-    DECORATOR,
-    EXCEPTION,
-    UNSUPPORTED_DTYPE,
-    STATE_MACHINE,
+CATEGORY = Category(
+    "context",
+    __doc__,
+    checks=(
+        QUERIES,
+        ANY_ENABLED,
+        NO_ARGUMENT_QUERY,
+        NESTING,
+        DECORATOR,
+        EXCEPTION,
+        UNSUPPORTED_DTYPE,
+        STATE_MACHINE,
+    ),
 )
 
 
-def _case(target: Target, lower: torch.dtype | None) -> Case:
-    return Case("context", target.device, dtype_name(lower) if lower is not None else "")
+def _case(target: Target, lower: torch.dtype | None) -> Case[None]:
+    return Case("context", target.device, lower)
 
 
 def queries(target: Target, lower: torch.dtype) -> Observation:
@@ -283,7 +288,7 @@ class _AutocastModel:
 def state_machine(target: Target) -> type[RuleBasedStateMachine]:
     device = target.device
     dtypes = [dtype_of(d) for d in target.device_spec.supported_dtypes]
-    shown = Case("context", device)
+    shown: Case[None] = Case("context", device)
 
     class AutocastStateMachine(RuleBasedStateMachine):
         def __init__(self) -> None:

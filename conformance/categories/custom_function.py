@@ -23,7 +23,7 @@ import contextlib
 import enum
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -31,7 +31,8 @@ from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.engine.eligibility import eligibility
 from reference_impl.harness.state import quiet
 
-from ..kit.case import Case
+from ..kit.case import Case, shown
+from ..kit.category import Category
 from ..kit.refusal import require_autocast
 from ..kit.state import autocast_fields
 from ..kit.verdict import Observation
@@ -39,7 +40,6 @@ from ..target import Target
 from .eligibility import other_device
 
 COMBINATION = "custom_function.combination"
-CHECKS = (COMBINATION,)
 
 
 class CastInputs(enum.Enum):
@@ -60,13 +60,10 @@ INPUTS = ("float16", "bfloat16", "float32", "float64", "int64", "other_device", 
 class Applied:
     """One function applied inside or outside a region, with its cast_inputs, on one input."""
 
-    inside: bool
-    cast: CastInputs
-    input: str  # one of INPUTS
-
-    @property
-    def label(self) -> str:
-        return f"{'inside' if self.inside else 'outside'}-cast_{self.cast.value}-{self.input}"
+    inside: bool = shown("inside", "outside")
+    cast: CastInputs = CastInputs.NONE
+    input: str = "float32"  # one of INPUTS
+    ID: ClassVar[str] = "{inside}-cast_{cast}-{input}"
 
 
 @dataclass(frozen=True)
@@ -75,30 +72,27 @@ class Nested:
 
     outer: CastInputs
     inner: CastInputs
-
-    @property
-    def label(self) -> str:
-        return f"nested-outer_{self.outer.value}-inner_{self.inner.value}"
+    ID: ClassVar[str] = "nested-outer_{outer}-inner_{inner}"
 
 
-def cases(target: Target) -> list[Case]:
-    out = []
+def cases(target: Target) -> list[Case[Applied | Nested]]:
+    out: list[Case[Applied | Nested]] = []
     for dtype in target.dtypes:
         out += [
-            Case("custom_function", target.device, dtype, variant=Applied(inside, cast, inp))
+            Case("custom_function", target.device, dtype, params=Applied(inside, cast, inp))
             for inside in (True, False)
             for cast in CastInputs
             for inp in INPUTS
         ]
         out += [
-            Case("custom_function", target.device, dtype, variant=Nested(o, i))
+            Case("custom_function", target.device, dtype, params=Nested(o, i))
             for o in CastInputs
             for i in CastInputs
         ]
     return out
 
 
-GENERATORS = {"custom_function": cases}
+CATEGORY = Category("custom_function", __doc__, checks=(COMBINATION,), generators=(cases,))
 
 
 def _state(device: str) -> tuple[bool, str]:
@@ -137,13 +131,14 @@ def _input(target: Target, kind: str, lower: str) -> torch.Tensor:
     return torch.ones(4, dtype=dt, device=target.device, requires_grad=True)
 
 
-def combination(target: Target, case: Case) -> Observation:
-    require_autocast(target, dtype_of(case.dtype))
-    if isinstance(case.variant, Nested):
-        return _nested(target, case, case.variant)
-    v = case.variant
+def combination(target: Target, case: Case[Applied | Nested]) -> Observation:
+    assert case.dtype is not None
+    require_autocast(target, case.dtype)
+    if isinstance(case.params, Nested):
+        return _nested(target, case, case.params)
+    v = case.params
     assert isinstance(v, Applied)
-    d, lower = target.device, case.dtype
+    d, lower = target.device, case.dtype_text
     cast = v.cast.dtype(lower)
     log: dict[str, Any] = {}
     fn = scaled(d, cast, log)
@@ -159,7 +154,7 @@ def combination(target: Target, case: Case) -> Observation:
     }
     kwarg = v.input == "kwarg"
     with quiet():
-        region = target.autocast_impl(d, dtype=dtype_of(lower)) if v.inside else contextlib.nullcontext()
+        region = target.autocast_impl(d, dtype=case.dtype) if v.inside else contextlib.nullcontext()
         with region:
             if kwarg:  # custom_fwd's keyword path: the decorated forward called directly
                 fn.forward(types.SimpleNamespace(), x=x)
@@ -191,8 +186,8 @@ def combination(target: Target, case: Case) -> Observation:
     )
 
 
-def _nested(target: Target, case: Case, v: Nested) -> Observation:
-    d, lower = target.device, case.dtype
+def _nested(target: Target, case: Case[Applied | Nested], v: Nested) -> Observation:
+    d, lower = target.device, case.dtype_text
     oc, ic = v.outer.dtype(lower), v.inner.dtype(lower)
     olog: dict[str, Any] = {}
     ilog: dict[str, Any] = {}
@@ -200,7 +195,7 @@ def _nested(target: Target, case: Case, v: Nested) -> Observation:
     with target.tensors():
         x = torch.ones(4, device=d, requires_grad=True)
     with quiet():
-        with target.autocast_impl(d, dtype=dtype_of(lower)):
+        with target.autocast_impl(d, dtype=case.dtype):
             y = fn.apply(x)
         y.float().sum().backward()
     outer_on = oc is None

@@ -15,21 +15,21 @@ from __future__ import annotations
 import enum
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.eligibility import eligibility
 from reference_impl.harness.state import quiet
 
 from ..kit.case import Case
+from ..kit.category import Category
 from ..kit.verdict import Observation
 from ..target import Target
 from .eligibility import other_device
 
 COMBINATION = "custom_op.combination"
-CHECKS = (COMBINATION,)
 
 
 class CastTo(enum.Enum):
@@ -50,24 +50,26 @@ class Given(enum.Enum):
 class Registered:
     cast: CastTo
     given: Given
-
-    @property
-    def label(self) -> str:
-        return f"cast_{self.cast.value}-{self.given.value}"
+    ID: ClassVar[str] = "cast_{cast}-{given}"
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[Registered]]:
     if target.device not in target.spec.rules.custom_ops.register_autocast_devices:
         return []
     return [
-        Case("custom_op", target.device, dtype, variant=Registered(cast, given))
+        Case("custom_op", target.device, dtype, params=Registered(cast, given))
         for dtype in target.dtypes
         for cast in CastTo
         for given in Given
     ]
 
 
-GENERATORS = {"custom_op": cases}
+CATEGORY = Category(
+    "custom_op",
+    __doc__,
+    checks=(COMBINATION,),
+    generators=(cases,),
+)
 
 NAMESPACE = "autocast_conformance"
 _OPS: dict[tuple[str, str], Any] = {}
@@ -96,26 +98,26 @@ def custom_op_for(device: str, cast: torch.dtype) -> Any:
     return _OPS[key]
 
 
-def combination(target: Target, case: Case) -> Observation:
-    v = case.variant
-    assert isinstance(v, Registered)
-    d, lower = target.device, case.dtype
-    cast = dtype_of(lower if v.cast is CastTo.LOWER else v.cast.value)
+def combination(target: Target, case: Case[Registered]) -> Observation:
+    v, lower = case.params, case.dtype
+    assert v is not None and lower is not None
+    d = target.device
+    cast = lower if v.cast is CastTo.LOWER else torch.float32
     op = custom_op_for(d, cast)
     elsewhere = v.given is Given.OTHER_DEVICE
     with target.tensors(other_device(d) if elsewhere else None):
-        dt = {Given.LOWER: dtype_of(lower), Given.FLOAT64: torch.float64, Given.INT64: torch.int64}.get(
+        dt = {Given.LOWER: lower, Given.FLOAT64: torch.float64, Given.INT64: torch.int64}.get(
             v.given, torch.float32
         )
         x = torch.ones(4, dtype=dt, device=other_device(d) if elsewhere else d)
         enabled = v.given is not Given.DISABLED
         del _SEEN[:]
-        with quiet(), target.autocast(dtype_of(lower), enabled):
+        with quiet(), target.autocast(lower, enabled):
             op(x)
     want = dtype_name(cast) if enabled and eligibility(target.spec.rules, d)(x) else dtype_name(x.dtype)
     steps = (
         f"@torch.library.custom_op; torch.library.register_autocast(op, {d!r}, torch.{dtype_name(cast)})",
-        f"with torch.autocast({d!r}, dtype=torch.{lower}, enabled={enabled}): "
+        f"with torch.autocast({d!r}, dtype={lower}, enabled={enabled}): "
         f"op(x) with x {dtype_name(x.dtype)}[4] on {x.device.type}",
         "expected/observed: the dtype the op's implementation receives",
     )

@@ -17,6 +17,7 @@ output dtypes are those without autocast (no dtype argument set or appended).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -25,20 +26,20 @@ from autocast_spec.model import Policy, Rules
 from reference_impl.engine.dtypes import NON_FLOATING, dtype_of
 from reference_impl.engine.torch_registry import inplace_variant, op_overload, out_variant
 from reference_impl.harness.calls import Intercepted, autograd_key_for, intercept
-from reference_impl.harness.samples import Materialized
+from reference_impl.harness.samples import Materialized, call
 from reference_impl.harness.state import quiet
 
 from ..kit.calls import capture, decide, run_native
 from ..kit.case import DISCRIMINATING_MIX, Case, listed_ops
+from ..kit.category import Category, owes
 from ..kit.dispatcher import same_arguments, takes_arguments_of
 from ..kit.inputs import case_inputs
-from ..kit.intercept import arrived, call_entry, intercepted, tensor_dtypes
+from ..kit.intercept import arrived, intercepted, tensor_dtypes
 from ..kit.refusal import intercept_only
 from ..kit.verdict import Observation, one_line
 from ..target import Target
 
 UNTOUCHED = "eligibility.untouched"
-CHECKS = (UNTOUCHED,)
 
 # The kinds about where or how the op is called (not its input dtypes).
 OTHER_DEVICE, INPLACE, OUT = "other_device", "inplace", "out"
@@ -51,11 +52,8 @@ class EligibilityKind:
 
     name: str
     rule: str  # the rules.yaml field that demands it
-    dtype: str = ""  # a dtype kind: every test-float tensor gets it; "" for a call kind
-
-    @property
-    def label(self) -> str:
-        return self.name
+    dtype: torch.dtype | None = None  # a dtype kind: every test-float tensor gets it; None: a call kind
+    ID: ClassVar[str] = "{name}"
 
     @property
     def why(self) -> str:
@@ -71,9 +69,9 @@ class EligibilityKind:
 def eligibility_kinds(rules: Rules) -> tuple[EligibilityKind, ...]:
     """What rules.eligibility and rules.out_of_place_only exempt."""
     el = rules.eligibility
-    kinds = [EligibilityKind(d, "eligibility.never_cast", d) for d in el.never_cast]
+    kinds = [EligibilityKind(d, "eligibility.never_cast", dtype_of(d)) for d in el.never_cast]
     if el.floating_only:
-        kinds += [EligibilityKind(d, "eligibility.floating_only", d) for d in NON_FLOATING]
+        kinds += [EligibilityKind(d, "eligibility.floating_only", dtype_of(d)) for d in NON_FLOATING]
     if el.same_device_only:
         kinds.append(EligibilityKind(OTHER_DEVICE, "eligibility.same_device_only"))
     if rules.out_of_place_only:
@@ -88,7 +86,7 @@ def other_device(device: str) -> str:
 
 def _entry(op: str, pol: Policy, kind: EligibilityKind) -> str | None:
     """What a case of ``kind`` calls for ``op``; None where the kind has nothing to call."""
-    if kind.dtype:
+    if kind.dtype is not None:
         return None if pol is Policy.BANNED else op  # a banned op raises whatever its inputs
     if kind.name == INPLACE:
         ip = inplace_variant(op)
@@ -99,24 +97,30 @@ def _entry(op: str, pol: Policy, kind: EligibilityKind) -> str | None:
     return op
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[EligibilityKind]]:
     kinds = eligibility_kinds(target.spec.rules)
-    out = []
+    out: list[Case[EligibilityKind]] = []
     for lo in listed_ops(target, banned=True):
         for kind in kinds:
             entry = _entry(lo.op, lo.policy, kind)
             if entry is not None:
-                mix = (kind.dtype,) if kind.dtype else DISCRIMINATING_MIX[lo.policy]
-                out.append(lo.case(target, "eligibility", entry=entry, variant=kind, mix=mix))
+                mix = (kind.dtype,) if kind.dtype is not None else DISCRIMINATING_MIX[lo.policy]
+                out.append(lo.case(target, "eligibility", entry=entry, params=kind, mix=mix))
     return out
 
 
-GENERATORS = {"eligibility": cases}
+CATEGORY = Category(
+    "eligibility",
+    __doc__,
+    checks=(UNTOUCHED,),
+    generators=(cases,),
+    owed=owes(*Policy),
+)
 
 
-def kinds_without_cases(target: Target, made: list[Case]) -> list[EligibilityKind]:
+def kinds_without_cases(target: Target, made: list[Case[EligibilityKind]]) -> list[EligibilityKind]:
     """The kinds the rules demand that none of ``made`` (the eligibility cases) checks."""
-    names = {c.variant.name for c in made if isinstance(c.variant, EligibilityKind)}
+    names = {c.params.name for c in made if c.params is not None}
     return [k for k in eligibility_kinds(target.spec.rules) if k.name not in names]
 
 
@@ -129,16 +133,15 @@ def out_arguments(out_op: str, like: torch.Tensor) -> dict[str, torch.Tensor]:
     }
 
 
-def untouched(target: Target, case: Case) -> Observation:
+def untouched(target: Target, case: Case[EligibilityKind]) -> Observation:
     """Call the op (or its in-place / out= variant) and see what reaches the kernel below Autocast."""
-    kind = case.variant
-    assert isinstance(kind, EligibilityKind)
-    lower = dtype_of(case.dtype)
+    kind, lower = case.params, case.dtype
+    assert kind is not None and lower is not None
     sample = target.spec.ops[case.op].samples[0]
     if kind.name == OTHER_DEVICE:
         return _other_device(target, case, lower, sample)
     with target.tensors():
-        m0 = case_inputs(sample, case.mix, case.dtype, target.device)
+        m0 = case_inputs(sample, case.mix, lower, target.device)
         kwargs = dict(m0.kwargs)
         if kind.name == OUT:
             kwargs.update(out_arguments(case.entry, m0.tensors()[0]))
@@ -146,7 +149,7 @@ def untouched(target: Target, case: Case) -> Observation:
         fn = op_overload(case.entry)
         calls, err = intercepted(target, lower, case.entry, lambda: fn(*m.args, **m.kwargs))
         outputs = None
-        if kind.dtype:
+        if kind.dtype is not None:
             on = run_native(target, lower, lambda: fn(*m.args, **m.kwargs))
             with quiet():
                 off = capture(lambda: fn(*m.args, **m.kwargs))
@@ -154,7 +157,7 @@ def untouched(target: Target, case: Case) -> Observation:
                 outputs = (on.dtypes, off.dtypes)
     # fp32_append_dtype redispatches to another overload even for ineligible inputs
     # (appending their own dtype): follow the call the reference plan names.
-    arrives_as = decide(target, lower, case.entry, m).target_op if kind.dtype else case.entry
+    arrives_as = decide(target, lower, case.entry, m).target_op if kind.dtype is not None else case.entry
     return leaves_alone(
         case,
         m,
@@ -172,23 +175,23 @@ def _other_device(target: Target, case: Case, lower: torch.dtype, sample: Sample
     An op whose kernel cannot run its samples (``intercept_only``: the Dimname overloads) is
     watched right below that device's Autocast key instead: its tensors arrive as given."""
     dev = other_device(target.device)
-    m = case_inputs(sample, case.mix, case.dtype, dev)
+    m = case_inputs(sample, case.mix, lower, dev)
     why = f"tensors on {dev} are not on the autocast device (rules.eligibility.same_device_only)"
     if intercept_only(target, case.op):
         key = autograd_key_for(f"Autocast{'Meta' if dev == 'meta' else dev.upper()}")
         with quiet(), target.autocast(lower), intercept(case.op, key) as calls:
             err: BaseException | None = None
             try:
-                call_entry(case.op, case.op, m)
+                call(case.op, m)
             except Intercepted:
                 pass
             except Exception as e:
                 err = e
         given = tensor_dtypes([*m.args, *m.kwargs.values()])
         return leaves_alone(case, m, given, arrived(calls, case.op), case.op, err, why)
-    plain = capture(lambda: call_entry(case.op, case.op, m))
+    plain = capture(lambda: call(case.op, m))
     with quiet(), target.autocast(lower):
-        native = capture(lambda: call_entry(case.op, case.op, m))
+        native = capture(lambda: call(case.op, m))
     err = native.error if native.error is not None and plain.error is None else None
     got = None if err is not None else list(native.dtypes)
     return leaves_alone(case, m, list(plain.dtypes), got, case.op, err, why)

@@ -14,56 +14,59 @@ that observation is an xfail with the declaration's reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
 from typing import Any
 
 import torch
 
 from autocast_spec.model import Policy
-from reference_impl.engine.dtypes import dtype_name, dtype_of
-from reference_impl.harness.samples import first_tensor, output_tensors
+from reference_impl.engine.dtypes import dtype_name
+from reference_impl.harness.samples import call, first_tensor, output_tensors
 from reference_impl.harness.state import quiet
 
 from ..kit.calls import run_oracle
 from ..kit.case import Case, listed_ops
+from ..kit.category import Category
 from ..kit.inputs import case_inputs, rebuilt
-from ..kit.intercept import call_entry
 from ..kit.verdict import Declaration, Observation, not_applicable, one_line
 from ..target import Target
 
 TRANSFORM = "functorch.transform"
-CHECKS = (TRANSFORM,)
 GRAD_POLICIES = (Policy.LOWER_PRECISION_FP, Policy.FP32)
 BATCH = 2
 
 
-@dataclass(frozen=True)
-class Transform:
-    name: str  # vmap | grad
+class Transform(enum.Enum):
+    """The functorch transform the op runs under (the op catalog's functorch_gaps name it)."""
 
-    @property
-    def label(self) -> str:
-        return self.name
+    VMAP = "vmap"
+    GRAD = "grad"
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[Transform]]:
     return [
-        lo.case(target, "functorch", variant=Transform(t))
+        lo.case(target, "functorch", params=t)
         for lo in listed_ops(target)
-        for t in (("vmap", "grad") if lo.policy in GRAD_POLICIES else ("vmap",))
+        for t in ((Transform.VMAP, Transform.GRAD) if lo.policy in GRAD_POLICIES else (Transform.VMAP,))
     ]
 
 
-GENERATORS = {"functorch": cases}
+CATEGORY = Category(
+    "functorch",
+    __doc__,
+    checks=(TRANSFORM,),
+    generators=(cases,),
+    needs_output=True,
+    runs_kernel=True,
+)
 
 
-def under_transform(target: Target, case: Case) -> Observation:
-    assert isinstance(case.variant, Transform)
-    transform = case.variant.name
-    lower = dtype_of(case.dtype)
+def under_transform(target: Target, case: Case[Transform]) -> Observation:
+    transform, lower = case.params, case.dtype
+    assert transform is not None and lower is not None
     info = target.spec.ops[case.op]
-    m = case_inputs(info.samples[0], case.mix, case.dtype, target.device)
-    gap = info.functorch_gap(transform, target.device)
+    m = case_inputs(info.samples[0], case.mix, lower, target.device)
+    gap = info.functorch_gap(transform.value, target.device)
     declared = (
         Declaration("declared functorch gap (op catalog functorch_gaps)", gap, where=str(info.loc))
         if gap
@@ -76,14 +79,14 @@ def under_transform(target: Target, case: Case) -> Observation:
     flat = m.tensors()
 
     def body(*tensors: torch.Tensor) -> Any:
-        out = call_entry(case.op, case.op, rebuilt(m, tensors))
+        out = call(case.op, rebuilt(m, tensors))
         seen.append(tuple(dtype_name(t.dtype) for t in output_tensors(out)))
         return out
 
     error = None
     try:
         with quiet(), target.autocast(lower):
-            if transform == "vmap":
+            if transform is Transform.VMAP:
                 torch.vmap(body)(*[torch.stack([t] * BATCH) for t in flat])
             else:
                 k = next(i for i, t in enumerate(flat) if t.is_floating_point())
@@ -98,7 +101,7 @@ def under_transform(target: Target, case: Case) -> Observation:
                 torch.func.grad(loss)(flat[k])
     except Exception as e:
         error = e
-    name = "torch.vmap" if transform == "vmap" else "torch.func.grad"
+    name = "torch.vmap" if transform is Transform.VMAP else "torch.func.grad"
     observed = f"error: {one_line(error)}" if error is not None else ", ".join(seen[0][:1] if seen else ())
     return Observation(
         case,

@@ -27,15 +27,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autocast_spec.common import Tolerance
-from reference_impl.engine.dtypes import dtype_name, dtype_of
+from autocast_spec.model import Policy
 from reference_impl.engine.oracle import oracle_call
 from reference_impl.engine.policy import AutocastState
+from reference_impl.harness.samples import call
 from reference_impl.harness.state import quiet
 
 from ..kit.calls import PolicyRun, capture, decide, policy_call, run_native, run_oracle
-from ..kit.case import Case, device_needed, listed_ops
+from ..kit.case import Case, Mix, MixRole, device_needed, listed_ops
+from ..kit.category import Category, owes
 from ..kit.inputs import case_inputs
-from ..kit.intercept import call_entry
 from ..kit.outputs import dtype_observation, value_observation
 from ..kit.refusal import intercept_only
 from ..kit.verdict import Observation, expect, not_applicable
@@ -43,10 +44,9 @@ from ..target import Target
 from .op_policy import OUTPUT_DTYPE
 
 VALUES = "numerics.values"
-CHECKS = (VALUES,)
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[None]]:
     return [
         lo.case(target, "numerics", sample=i)
         for lo in listed_ops(target)
@@ -54,7 +54,15 @@ def cases(target: Target) -> list[Case]:
     ]
 
 
-GENERATORS = {"numerics": cases}
+CATEGORY = Category(
+    "numerics",
+    __doc__,
+    checks=(VALUES,),
+    generators=(cases,),
+    owed=owes(*(p for p in Policy if p is not Policy.BANNED)),
+    needs_output=True,
+    runs_kernel=True,
+)
 
 
 def tolerance(target: Target, case: Case) -> Tolerance | None:
@@ -62,21 +70,21 @@ def tolerance(target: Target, case: Case) -> Tolerance | None:
     info = target.spec.ops[case.op]
     if target.reference_device == target.device and not info.nondeterministic:
         return None
-    return target.spec.tolerance(case.op, case.dtype)
+    return target.spec.tolerance(case.op, case.dtype_text)
 
 
 def numerics_call(target: Target, case: Case) -> PolicyRun:
     """Native on the backend against the oracle on the reference device (same seeded values)."""
-    lower = dtype_of(case.dtype)
+    lower = case.lower
     sample = target.spec.ops[case.op].samples[case.sample]
-    m = case_inputs(sample, case.mix, case.dtype, target.device, seed=case.seed)
-    native = run_native(target, lower, lambda: call_entry(case.op, case.op, m))
+    m = case_inputs(sample, case.mix, lower, target.device, seed=case.seed)
+    native = run_native(target, lower, lambda: call(case.op, m))
     d = decide(target, lower, case.op, m)
     ref_dev = target.reference_device
     if ref_dev == target.device:
         expected = run_oracle(target, lower, case.op, m, d)
     else:
-        rm = case_inputs(sample, case.mix, case.dtype, ref_dev, seed=case.seed)
+        rm = case_inputs(sample, case.mix, lower, ref_dev, seed=case.seed)
         spec = target.reference_spec
         ref_spec = spec.with_device(ref_dev, spec.device(target.device))
         with quiet():
@@ -97,7 +105,7 @@ def values(target: Target, case: Case) -> Observation:
     )
 
 
-MIX_DTYPES = ("float32", "lower", "float64")
+MIX_DTYPES: Mix = (torch.float32, MixRole.LOWER, torch.float64)
 
 
 def random_mixes(target: Target, lower: torch.dtype) -> Callable[..., None]:
@@ -106,14 +114,12 @@ def random_mixes(target: Target, lower: torch.dtype) -> Callable[..., None]:
     pool = [
         c
         for c in cases(target)
-        if c.dtype == dtype_name(lower)
-        and not device_needed(target, c.op)
-        and not intercept_only(target, c.op)
+        if c.dtype == lower and not device_needed(target, c.op) and not intercept_only(target, c.op)
     ]
     if not pool and target.selected_ops:
         not_applicable("--op selects no op this property can draw from")
     if not pool:
-        shown = Case("hypothesis", target.device, dtype_name(lower))
+        shown: Case[None] = Case("numerics", target.device, lower)
         expect(target, Observation(shown, VALUES, "nothing to draw from", "a listed op with samples", "none"))
 
     @given(
@@ -121,8 +127,8 @@ def random_mixes(target: Target, lower: torch.dtype) -> Callable[..., None]:
         mix=st.lists(st.sampled_from(MIX_DTYPES), min_size=1, max_size=4).map(tuple),
         seed=st.integers(0, 2**16),
     )
-    def check(index: int, mix: tuple[str, ...], seed: int) -> None:
-        case = replace(pool[index], category="hypothesis", mix=mix, seed=seed)
+    def check(index: int, mix: Mix, seed: int) -> None:
+        case = replace(pool[index], mix=mix, seed=seed)
         if target.policy_only:
             run = policy_call(target, case, case.op)
             expect(target, dtype_observation(case, run, OUTPUT_DTYPE, case.op, both_raise_ok=True))

@@ -20,16 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autocast_spec.catalog import OpInfo
+from autocast_spec.model import Policy
 
 from ..kit.calls import PolicyRun, entry_sample, policy_call
 from ..kit.case import Case, listed_ops
+from ..kit.category import Category, owes
 from ..kit.outputs import dtype_observation
 from ..kit.verdict import Observation
 from ..target import Target
 
 OUTPUT_DTYPE = "op_policy.output_dtype"
 ENTRY_AGREEMENT = "op_policy.entry_agreement"
-CHECKS = (OUTPUT_DTYPE, ENTRY_AGREEMENT)
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,8 @@ class Method:
 
     name: str
 
-    @property
-    def label(self) -> str:
-        return self.name
 
-
-def policy_cases(target: Target) -> list[Case]:
+def policy_cases(target: Target) -> list[Case[None]]:
     out = []
     for lo in listed_ops(target):
         out += [lo.case(target, "op_policy", sample=i) for i in range(len(lo.info.samples))]
@@ -64,26 +61,33 @@ def entry_point_pairs(info: OpInfo) -> list[tuple[str, str]]:
     return pairs
 
 
-def agreement_cases(target: Target) -> list[Case]:
+def agreement_cases(target: Target) -> list[Case[Method]]:
     return [
-        lo.case(target, "op_policy", entry=fn, variant=Method(method))
+        lo.case(target, "op_policy", entry=fn, params=Method(method))
         for lo in listed_ops(target)
         for fn, method in entry_point_pairs(lo.info)
     ]
 
 
-GENERATORS = {"op_policy": policy_cases, "entry_agreement": agreement_cases}
+CATEGORY = Category(
+    "op_policy",
+    __doc__,
+    checks=(OUTPUT_DTYPE, ENTRY_AGREEMENT),
+    generators=(policy_cases, agreement_cases),
+    owed=owes(*(p for p in Policy if p is not Policy.BANNED)),
+    runs_kernel=True,
+)
 
 
-def output_dtypes(target: Target, case: Case) -> Observation:
+def output_dtypes(target: Target, case: Case[None]) -> Observation:
     """The case's entry point under native autocast against the oracle."""
     return dtype_observation(case, policy_call(target, case, case.entry), OUTPUT_DTYPE, case.entry)
 
 
-def entry_agreement(target: Target, case: Case) -> Observation:
+def entry_agreement(target: Target, case: Case[Method]) -> Observation:
     """``Tensor.X`` on the same inputs gives what ``torch.X`` gives: the same dtypes, or an error."""
-    assert isinstance(case.variant, Method)
-    fn, method = case.entry, case.variant.name
+    assert case.params is not None
+    fn, method = case.entry, case.params.name
     assert entry_sample(target, case, fn) is entry_sample(target, case, method), "pairs share a sample"
     a, b = policy_call(target, case, fn), policy_call(target, case, method)
     return Observation(

@@ -18,17 +18,20 @@ the distinct floating dtypes arriving below Autocast against those the plan name
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+import torch
 
 from autocast_spec.catalog import ListArg, Sample, TensorArg
 from autocast_spec.model import Policy
-from reference_impl.engine.dtypes import dtype_of
 from reference_impl.engine.signatures import SlotKind, signature
+from reference_impl.harness.samples import call
 
 from ..kit.calls import decide, policy_call
-from ..kit.case import Case, count_test_floats, listed_ops
+from ..kit.case import Case, Mix, MixRole, count_test_floats, listed_ops, shown
+from ..kit.category import Category, owes
 from ..kit.inputs import case_inputs
-from ..kit.intercept import arrived, call_entry, intercepted
+from ..kit.intercept import arrived, intercepted
 from ..kit.outputs import dtype_observation
 from ..kit.verdict import Observation, one_line
 from ..target import Target
@@ -37,14 +40,13 @@ OUTPUT_DTYPE = "promote.output_dtype"
 WIDEST = "promote.widest_in_tensor"
 WIDEST_OPTIONAL = "promote.widest_in_optional_tensor"
 FOREIGN_FLOAT = "promote.foreign_float"
-CHECKS = (OUTPUT_DTYPE, WIDEST, WIDEST_OPTIONAL, FOREIGN_FLOAT)
-
-MIXES = {
-    "lower+float32": ("lower", "float32"),
-    "float32+lower": ("float32", "lower"),
-    "all_lower": ("lower",),
-    "all_float32": ("float32",),
-    "lower+float64": ("lower", "float64"),
+LOWER, FLOAT32 = MixRole.LOWER, torch.float32
+MIXES: dict[str, Mix] = {
+    "lower+float32": (LOWER, FLOAT32),
+    "float32+lower": (FLOAT32, LOWER),
+    "all_lower": (LOWER,),
+    "all_float32": (FLOAT32,),
+    "lower+float64": (LOWER, torch.float64),
 }
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 
@@ -55,30 +57,21 @@ class Inputs:
 
     name: str
 
-    @property
-    def label(self) -> str:
-        return self.name
-
 
 @dataclass(frozen=True)
 class Widest:
     """The ``index``-th test-float tensor holds the widest dtype; ``optional``: its slot is optional."""
 
     index: int
-    optional: bool
-
-    @property
-    def label(self) -> str:
-        return f"widest_in_{self.index}" + ("_optional" if self.optional else "")
+    optional: bool = shown("_optional")
+    ID: ClassVar[str] = "widest_in_{index}{optional}"
 
 
 @dataclass(frozen=True)
 class ForeignFloat:
     """float16 and bfloat16 together."""
 
-    @property
-    def label(self) -> str:
-        return "foreign_float"
+    ID: ClassVar[str] = "foreign_float"
 
 
 def _promote_ops(target: Target, many: bool = False) -> list[Any]:
@@ -89,12 +82,12 @@ def _promote_ops(target: Target, many: bool = False) -> list[Any]:
     ]
 
 
-def output_cases(target: Target) -> list[Case]:
-    out = []
+def output_cases(target: Target) -> list[Case[Inputs]]:
+    out: list[Case[Inputs]] = []
     for lo in _promote_ops(target):
         many = count_test_floats(lo.info.samples[0]) > 1
         out += [
-            lo.case(target, "promote", variant=Inputs(name), mix=mix)
+            lo.case(target, "promote", params=Inputs(name), mix=mix)
             for name, mix in MIXES.items()
             if len(mix) == 1 or many
         ]
@@ -121,29 +114,36 @@ def test_float_slots(op: str, sample: Sample) -> list[SlotKind]:
     return out
 
 
-def widest_cases(target: Target) -> list[Case]:
-    out = []
+def widest_cases(target: Target) -> list[Case[Widest]]:
+    out: list[Case[Widest]] = []
     for lo in _promote_ops(target, many=True):
         kinds = test_float_slots(lo.op, lo.info.samples[0])
         for i, kind in enumerate(kinds):
-            mix = tuple("float32" if j == i else "lower" for j in range(len(kinds)))
+            mix = tuple(FLOAT32 if j == i else LOWER for j in range(len(kinds)))
             out.append(
-                lo.case(target, "promote", variant=Widest(i, kind is SlotKind.OPTIONAL_TENSOR), mix=mix)
+                lo.case(target, "promote", params=Widest(i, kind is SlotKind.OPTIONAL_TENSOR), mix=mix)
             )
     return out
 
 
-def foreign_cases(target: Target) -> list[Case]:
+def foreign_cases(target: Target) -> list[Case[ForeignFloat]]:
     return [
-        lo.case(target, "promote", variant=ForeignFloat(), mix=("lower", "foreign"))
+        lo.case(target, "promote", params=ForeignFloat(), mix=(LOWER, MixRole.FOREIGN))
         for lo in _promote_ops(target, many=True)
     ]
 
 
-GENERATORS = {"promote": output_cases, "promote_widest": widest_cases, "promote_foreign": foreign_cases}
+CATEGORY = Category(
+    "promote",
+    __doc__,
+    checks=(OUTPUT_DTYPE, WIDEST, WIDEST_OPTIONAL, FOREIGN_FLOAT),
+    generators=(output_cases, widest_cases, foreign_cases),
+    owed=owes(Policy.PROMOTE),
+    runs_kernel=True,
+)
 
 
-def output_dtypes(target: Target, case: Case) -> Observation:
+def output_dtypes(target: Target, case: Case[Inputs]) -> Observation:
     """Output dtypes against the oracle; native and reference raising alike conforms."""
     return dtype_observation(
         case, policy_call(target, case, case.op), OUTPUT_DTYPE, case.op, both_raise_ok=True
@@ -156,31 +156,31 @@ def _arrival_label(dtypes: list[str], lower: str) -> str:
     return ",".join(names) or "no floating tensor"
 
 
-def arrival(target: Target, case: Case) -> Observation:
+def arrival(target: Target, case: Case[Widest | ForeignFloat]) -> Observation:
     """What the promote rule says the op's tensors arrive as below Autocast, and what arrives."""
-    lower = dtype_of(case.dtype)
+    lower = case.lower
     message = target.spec.rules.promote.foreign_float_message
     with target.tensors():
-        m = case_inputs(target.spec.ops[case.op].samples[0], case.mix, case.dtype, target.device)
+        m = case_inputs(target.spec.ops[case.op].samples[0], case.mix, lower, target.device)
         d = decide(target, lower, case.op, m)
         assert d.plan is not None, d.text
         if d.plan.raises is not None:
             expected, target_op = f"error: {d.plan.raises}", case.op
         else:
             target_op, want = d.arrival(m)
-            expected = _arrival_label(want, case.dtype)
-        calls, err = intercepted(target, lower, case.op, lambda: call_entry(case.op, case.op, m))
+            expected = _arrival_label(want, case.dtype_text)
+        calls, err = intercepted(target, lower, case.op, lambda: call(case.op, m))
     got = arrived(calls, target_op)
     if got is not None:
-        observed = _arrival_label(got, case.dtype)
+        observed = _arrival_label(got, case.dtype_text)
     elif err is not None:
         observed = f"error: {message}" if message in str(err) else f"error: {one_line(err)}"
     else:
         observed = f"never reached {target_op}"
-    if isinstance(case.variant, ForeignFloat):
+    if isinstance(case.params, ForeignFloat):
         check, what = FOREIGN_FLOAT, "promote with both lower dtypes differs from rules.promote.foreign_float"
     else:
-        optional = isinstance(case.variant, Widest) and case.variant.optional
+        optional = isinstance(case.params, Widest) and case.params.optional
         check = WIDEST_OPTIONAL if optional else WIDEST
         what = "promote did not cast the inputs to the widest type (rules: promote policy)"
     return Observation(case, check, what, expected, observed, m, facts={"plan": d.plan.reason})

@@ -51,13 +51,14 @@ from typing import Any, ClassVar
 import torch
 
 from autocast_spec.surface import STATE_ROLES, ArgumentCheck, EntryPointInfo, Role
-from reference_impl.engine.dtypes import dtype_name, dtype_of
+from reference_impl.engine.dtypes import dtype_name
 from reference_impl.harness.devices import device_is_real
 from reference_impl.harness.samples import resolve_entry_point
 from reference_impl.harness.state import quiet
 from reference_impl.harness.surface import call_in_role, compiled_call, region_args
 
-from ..kit.case import Case
+from ..kit.case import Case, shown
+from ..kit.category import Category
 from ..kit.verdict import Observation, first_line, not_applicable, one_line
 from ..target import Target
 
@@ -66,7 +67,6 @@ ARGUMENT = "python_surface.argument"
 GETTER = "python_surface.getter"
 CACHE_THREADS = "python_surface.cache_threads"
 ENTRY_POINT = "python_surface.entry_point"
-CHECKS = (ALIAS, ARGUMENT, GETTER, CACHE_THREADS, ENTRY_POINT)
 COMPILED = "torch.compile(backend='aot_eager', fullgraph=True)"
 
 
@@ -79,14 +79,12 @@ class Alias:
     """A region entry point with ``alias_of: torch.autocast``, called in one form."""
 
     entry: EntryPointInfo
-    positional: bool  # its arguments positionally (its ``positional`` parameters, in order), else by keyword
-    enabled: bool
-    compiled: bool = False  # inside a torch.compile(backend="aot_eager", fullgraph=True) function
-
-    @property
-    def label(self) -> str:
-        form, on = "positional" if self.positional else "keyword", "enabled" if self.enabled else "disabled"
-        return f"alias-{self.entry.name}-{form}-{on}" + ("-compile" if self.compiled else "")
+    # its arguments positionally (its ``positional`` parameters, in order), else by keyword
+    positional: bool = shown("positional", "keyword")
+    enabled: bool = shown("enabled", "disabled")
+    # inside a torch.compile(backend="aot_eager", fullgraph=True) function
+    compiled: bool = shown("-compile", default=False)
+    ID: ClassVar[str] = "alias-{entry.name}-{positional}-{enabled}{compiled}"
 
 
 @dataclass(frozen=True)
@@ -94,11 +92,9 @@ class Argument:
     """``torch.autocast`` given one argument of the wrong kind (a ``validation`` entry)."""
 
     check: ArgumentCheck
-    compiled: bool = False  # the region opened inside a torch.compile(fullgraph=True) function
-
-    @property
-    def label(self) -> str:
-        return f"argument-{self.check.argument}={self.check.value}" + ("-compile" if self.compiled else "")
+    # the region opened inside a torch.compile(fullgraph=True) function
+    compiled: bool = shown("-compile", default=False)
+    ID: ClassVar[str] = "argument-{check.argument}={check.value}{compiled}"
 
 
 @dataclass(frozen=True)
@@ -106,31 +102,23 @@ class OfEntry:
     """A check of one entry point: the test id names the check's kind and the entry point."""
 
     entry: EntryPointInfo
-    KIND: ClassVar[str] = ""
-
-    @property
-    def label(self) -> str:
-        return f"{self.KIND}-{self.entry.name}"
 
 
 @dataclass(frozen=True)
 class Getter(OfEntry):
     """A dtype getter asked inside a region of the dtype under test."""
 
-    compiled: bool = False  # asked by a torch.compile(fullgraph=True) function the region encloses
-    KIND = "getter"
-
-    @property
-    def label(self) -> str:
-        return super().label + ("-compile" if self.compiled else "")
+    # asked by a torch.compile(fullgraph=True) function the region encloses
+    compiled: bool = shown("-compile", default=False)
+    ID: ClassVar[str] = "getter-{entry.name}{compiled}"
 
 
 class CacheThreads(OfEntry):
-    KIND = "cache_threads"  # a cache_clear entry point called from another thread
+    ID: ClassVar[str] = "cache_threads-{entry.name}"  # a cache_clear entry point called from another thread
 
 
 class EntryPointCall(OfEntry):
-    KIND = "entry_point"  # called once in the form of its role
+    ID: ClassVar[str] = "entry_point-{entry.name}"  # called once in the form of its role
 
 
 Variant = Alias | Argument | Getter | CacheThreads | EntryPointCall
@@ -155,10 +143,15 @@ def cases(target: Target) -> list[Case]:
     variants += [
         EntryPointCall(e) for e in surface.entry_points if e.bound_to(device) or e.role in STATE_ROLES
     ]
-    return [Case("python_surface", device, dtype, variant=v) for dtype in target.dtypes for v in variants]
+    return [Case("python_surface", device, dtype, params=v) for dtype in target.dtypes for v in variants]
 
 
-GENERATORS = {"python_surface": cases}
+CATEGORY = Category(
+    "python_surface",
+    __doc__,
+    checks=(ALIAS, ARGUMENT, GETTER, CACHE_THREADS, ENTRY_POINT),
+    generators=(cases,),
+)
 
 
 def region_state(target: Target, make: Callable[[], Any], compiled: bool) -> str:
@@ -180,7 +173,7 @@ def region_state(target: Target, make: Callable[[], Any], compiled: bool) -> str
 
 def alias(target: Target, case: Case, v: Alias) -> Observation:
     e = v.entry
-    dtype = dtype_of(case.dtype)
+    dtype = case.lower
     args, kwargs = region_args(e, target.device, dtype, v.enabled, v.positional)
     fn = resolve_entry_point(e.name)
     expected = region_state(
@@ -217,9 +210,9 @@ def _device_rule(target: Target, v: ArgumentCheck) -> ArgumentCheck:
         not_applicable(f"the {target.device} device file states no unsupported_dtype rule")
     if rule.action == "accepted":
         return replace(v, outcome="accepted", error=None, message=None)
-    outcome = "warns_and_disables" if rule.action == "warn_and_disable" else "raises"
-    error = "UserWarning" if outcome == "warns_and_disables" else "RuntimeError"
-    return replace(v, outcome=outcome, error=error, message=rule.text(target.device))
+    if rule.action == "warn_and_disable":
+        return replace(v, outcome="warns_and_disables", error="UserWarning", message=rule.text(target.device))
+    return replace(v, outcome="raises", error="RuntimeError", message=rule.text(target.device))
 
 
 def _expected_argument(target: Target, v: ArgumentCheck) -> str:
@@ -263,7 +256,7 @@ def _open(kwargs: dict[str, Any], device: str, compiled: bool) -> tuple[bool, st
 def argument(target: Target, case: Case, v: Argument) -> Observation:
     name, value = v.check.argument, v.check.value
     check = _under_compile(_device_rule(target, v.check), v.compiled)
-    kwargs: dict[str, Any] = {"device_type": target.device, "dtype": dtype_of(case.dtype)}
+    kwargs: dict[str, Any] = {"device_type": target.device, "dtype": case.lower}
     kwargs[name] = _VALUES[value](target)
     expected = _expected_argument(target, check)
     region = ", ".join(
@@ -314,7 +307,7 @@ def _getter_compiled(
 
 def getter(target: Target, case: Case, v: Getter) -> Observation:
     e = v.entry
-    dtype = dtype_of(case.dtype)
+    dtype = case.lower
     args = () if e.device else (target.device,)
     canonical = f"torch.{dtype_name(dtype)} (the same object)"
 
@@ -331,7 +324,7 @@ def getter(target: Target, case: Case, v: Getter) -> Observation:
     facts = {"under compile": brk.cited} if brk else {}
     what = f"{e.name} returns the canonical dtype object ({_run(v.compiled)})"
     call = f"{e.name}({', '.join(map(repr, args))})"
-    region = f"torch.autocast({target.device!r}, dtype=torch.{case.dtype})"
+    region = f"torch.autocast({target.device!r}, dtype={case.dtype})"
     steps = (f"inside {region}, {COMPILED}: def f(x): return x + 1, {call}",) * v.compiled
     return Observation(case, GETTER, what, expected, observed, facts=facts, steps=steps)
 
@@ -340,7 +333,7 @@ def cache_threads(target: Target, case: Case, v: CacheThreads) -> Observation:
     """A cast cached in a region, the weight changed in place, the cache cleared by another thread."""
     x = torch.randn(4, 4, device=target.device)
     w = torch.randn(4, 4, device=target.device, requires_grad=True)
-    with torch.autocast(target.device, dtype=dtype_of(case.dtype)):
+    with torch.autocast(target.device, dtype=case.lower):
         first = torch.nn.functional.linear(x, w)
         with torch.no_grad():
             w.add_(1.0)
@@ -381,8 +374,8 @@ def entry_point(target: Target, case: Case, v: EntryPointCall) -> Observation:
     return Observation(case, ENTRY_POINT, f"{e.name} ({role}) called once", expected, observed)
 
 
-def check(target: Target, case: Case) -> Observation:
-    v = case.variant
+def check(target: Target, case: Case[Variant]) -> Observation:
+    v = case.params
     state_only = isinstance(v, Getter) or (isinstance(v, EntryPointCall) and v.entry.role in STATE_ROLES)
     if not state_only and not device_is_real(target.device):
         not_applicable(

@@ -10,44 +10,50 @@ Expectation: a listed op has a kernel; an op with a kernel is listed.
 
 from __future__ import annotations
 
+from autocast_spec.model import Policy
 from reference_impl.engine.torch_registry import autocast_registrations
 
-from ..kit.case import Case
+from ..kit.case import Case, Listing, PolicyPart
+from ..kit.category import Category, owes
 from ..kit.verdict import Observation
 from ..target import Target
 
 KERNEL_SET = "registration.kernel_set"
-CHECKS = (KERNEL_SET,)
-UNLISTED = "unlisted"  # the policy part of the id of an op the spec does not list
-REGISTERED_ONLY = "registered_only"  # ... of a vendor's operator listed without a policy
 
 
-def _listed_as(target: Target, op: str) -> str:
+def _listed_as(target: Target, op: str) -> PolicyPart:
     policy = target.device_spec.policy_of(op)
     if policy is not None:
-        return str(policy)
-    return REGISTERED_ONLY if op in target.device_spec.registered_only else UNLISTED
+        return policy
+    return Listing.REGISTERED_ONLY if op in target.device_spec.registered_only else Listing.UNLISTED
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[None]]:
     registered = autocast_registrations(target.dispatch_key)
     listed = set(target.device_spec.ops) | set(target.device_spec.registered_only)
     ops = sorted(op for op in listed | registered if target.selects(op))
-    return [Case("registration", target.device, "", _listed_as(target, op), op) for op in ops]
+    return [Case("registration", target.device, None, _listed_as(target, op), op) for op in ops]
 
 
-GENERATORS = {"registration": cases}
+CATEGORY = Category(
+    "registration",
+    __doc__,
+    checks=(KERNEL_SET,),
+    generators=(cases,),
+    owed=owes(*Policy),
+)
 
 
-def kernel_set(target: Target, case: Case) -> Observation:
+def kernel_set(target: Target, case: Case[None]) -> Observation:
     registered = case.op in autocast_registrations(target.dispatch_key)
-    listed = case.policy != UNLISTED
+    listed = case.policy is not Listing.UNLISTED
     state = {True: "has a kernel", False: "has no kernel"}
     key = target.dispatch_key
     if listed:
         entry = target.device_spec.ops.get(case.op)
         loc = entry.loc if entry else target.device_spec.loc
-        what = f"the spec lists it as {case.policy} ({loc}) but {key} has no kernel for it"
+        listed_as = case.policy.value if case.policy else ""
+        what = f"the spec lists it as {listed_as} ({loc}) but {key} has no kernel for it"
     else:
         what = (
             f"{key} has a kernel for it but the {target.device} spec for torch "

@@ -17,19 +17,18 @@ import enum
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from reference_impl.engine.dtypes import dtype_of
 from reference_impl.harness.state import quiet
 
 from ..kit.case import Case
+from ..kit.category import Category
 from ..kit.refusal import require_autocast
 from ..kit.state import FIELD_NAMES, autocast_fields
 from ..kit.verdict import Observation
 from ..target import Target
 
 STATE = "threads.state"
-CHECKS = (STATE,)
 
 
 class When(enum.Enum):
@@ -44,33 +43,30 @@ class ThreadReads:
     when: When
     field: str  # one of kit.state.FIELD_NAMES
 
-    @property
-    def label(self) -> str:
-        return f"{self.when.value}-{self.field}"
-
 
 @dataclass(frozen=True)
 class ParentReads:
     """The parent reads its state while a child thread sits in its own region."""
 
-    @property
-    def label(self) -> str:
-        return "child_region-parent_state"
+    ID: ClassVar[str] = "child_region-parent_state"
 
 
-def cases(target: Target) -> list[Case]:
-    out = []
+def cases(target: Target) -> list[Case[ThreadReads | ParentReads]]:
+    out: list[Case[ThreadReads | ParentReads]] = []
     for dtype in target.dtypes:
         out += [
-            Case("threads", target.device, dtype, variant=ThreadReads(w, f))
-            for w in When
-            for f in FIELD_NAMES
+            Case("threads", target.device, dtype, params=ThreadReads(w, f)) for w in When for f in FIELD_NAMES
         ]
-        out.append(Case("threads", target.device, dtype, variant=ParentReads()))
+        out.append(Case("threads", target.device, dtype, params=ParentReads()))
     return out
 
 
-GENERATORS = {"threads": cases}
+CATEGORY = Category(
+    "threads",
+    __doc__,
+    checks=(STATE,),
+    generators=(cases,),
+)
 
 
 def _in_thread(fn: Callable[[], Any]) -> Any:
@@ -81,9 +77,9 @@ def _in_thread(fn: Callable[[], Any]) -> Any:
     return out[0]
 
 
-def state(target: Target, case: Case) -> Observation:
+def state(target: Target, case: Case[ThreadReads | ParentReads]) -> Observation:
     d = target.device
-    lower = dtype_of(case.dtype)
+    lower = case.lower
     require_autocast(target, lower)
     ctx = target.spec.rules.context
     region = lambda: target.autocast_impl(d, dtype=lower, cache_enabled=False)  # noqa: E731
@@ -97,7 +93,7 @@ def state(target: Target, case: Case) -> Observation:
     }
     what = "thread-local autocast state differs from the spec"
     with quiet():
-        if isinstance(case.variant, ParentReads):
+        if isinstance(case.params, ParentReads):
             entered, leave = threading.Event(), threading.Event()
             seen: dict[str, Any] = {}
 
@@ -120,14 +116,14 @@ def state(target: Target, case: Case) -> Observation:
             return Observation(
                 case, STATE, what, outside if ctx.thread_local else seen, observed, facts=facts, steps=steps
             )
-        assert isinstance(case.variant, ThreadReads)
-        inside_parent = case.variant.when is When.PARENT_INSIDE
+        assert isinstance(case.params, ThreadReads)
+        inside_parent = case.params.when is When.PARENT_INSIDE
         with region(), region():
             inside = asdict(autocast_fields(d))
             got = _in_thread(lambda: asdict(autocast_fields(d))) if inside_parent else None
         if not inside_parent:
             got = _in_thread(lambda: asdict(autocast_fields(d)))
-    field = case.variant.field
+    field = case.params.field
     expected = fresh if ctx.thread_local else (inside if inside_parent else outside)
     started = "inside the region" if inside_parent else "after it"
     steps = (f"the parent enters {what_region}", f"a new thread started {started} reads {field}")

@@ -36,6 +36,7 @@ from reference_impl.engine.policy import AutocastState, decide
 from reference_impl.harness.samples import Materialized
 
 from ..kit.case import Case
+from ..kit.category import Category
 from ..kit.inputs import flat_tensors, make_inputs
 from ..kit.intercept import Sentinel
 from ..kit.refusal import require_autocast
@@ -45,7 +46,12 @@ from .cache import GROWTH, OTHER_DTYPE, transition_pool
 
 ARRIVALS = "transitions.arrivals"
 STATE = "transitions.state"
-CHECKS = (ARRIVALS, STATE)
+CATEGORY = Category(
+    "transitions",
+    __doc__,
+    checks=(ARRIVALS, STATE),
+    mandatory_able=False,  # a Hypothesis state machine: its examples are drawn
+)
 RULE = "rules.cache (what is cached, key, cleared_at, in_inference_mode) and rules.context"
 
 
@@ -185,7 +191,7 @@ MAX_DEPTH = 6
 GRAD_MODES = {"no_grad": torch.no_grad, "enable_grad": torch.enable_grad, "inference": torch.inference_mode}
 
 
-def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
+def make_machine(target: Target, lower: torch.dtype) -> type[RuleBasedStateMachine]:
     d = target.device
     pool = transition_pool(target, lower)
     dtypes = [dtype_of(x) for x in target.device_spec.supported_dtypes]
@@ -284,7 +290,7 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
             expected = self.model.expect(case.op, m)
             # inference tensors (made under inference_mode, used after it) skip Autograd too
             below = torch.is_inference_mode_enabled() or any(t.is_inference() for t in m.tensors())
-            shown = Case("transitions", d, dtype_name(self.model.dtype), case.policy, case.op, case.op)
+            shown: Case[None] = Case("transitions", d, self.model.dtype, case.policy, case.op, case.op)
             with target.tensors():
                 arrived = flat_tensors(Sentinel(target, case.op, m, shown, ARRIVALS).arrived(below))
             observed = self.model.observe(expected, arrived)
@@ -312,7 +318,7 @@ def make_machine(target: Target, lower: str) -> type[RuleBasedStateMachine]:
                 torch.is_autocast_cache_enabled(),
             )
             want = (self.model.enabled, self.model.dtype, self.model.cache_flag)
-            shown = Case("transitions", d, dtype_name(self.model.dtype))
+            shown: Case[None] = Case("transitions", d, self.model.dtype)
             expect(
                 target,
                 Observation(shown, STATE, "the state after these changes", want, real, steps=tuple(self.log)),
@@ -334,14 +340,14 @@ def machine(target: Target, lower: torch.dtype) -> type[RuleBasedStateMachine]:
         not_applicable(
             "the model needs rules.context.nesting_restores_state: the spec claims no state after an exit"
         )
-    if not transition_pool(target, dtype_name(lower)) and target.selected_ops:
+    if not transition_pool(target, lower) and target.selected_ops:
         not_applicable("--op selects no op the state machine can call")
-    if not transition_pool(target, dtype_name(lower)):
-        shown = Case("transitions", target.device, dtype_name(lower))
+    if not transition_pool(target, lower):
+        shown: Case[None] = Case("transitions", target.device, lower)
         expect(
             target,
             Observation(
                 shown, ARRIVALS, "no op to call", "an op of rules.cache.policies with samples", "none"
             ),
         )
-    return make_machine(target, dtype_name(lower))
+    return make_machine(target, lower)

@@ -14,15 +14,16 @@ Expectation: its tensors arrive in the dtypes they were given.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from reference_impl.engine.dtypes import dtype_of
 from reference_impl.engine.torch_registry import op_overload
 from reference_impl.harness.calls import synthesize_call
 from reference_impl.harness.samples import Materialized
 
-from ..kit.case import Case, catalogued
+from ..kit.case import Case, Listing, MixEntry, MixRole, catalogued, shown
+from ..kit.category import Category
 from ..kit.dispatcher import registry_sample, synthesizable
 from ..kit.inputs import make_inputs, resolve_mix
 from ..kit.intercept import arrived, intercepted, tensor_dtypes
@@ -31,22 +32,18 @@ from ..target import Target
 from .eligibility import leaves_alone
 
 UNTOUCHED = "unlisted.untouched"
-CHECKS = (UNTOUCHED,)
 
 
 @dataclass(frozen=True)
 class UnlistedCall:
     """Where the op comes from (the catalog, or the registry sample) and the inputs' dtype."""
 
-    from_registry: bool
-    given: str  # float32 | lower
-
-    @property
-    def label(self) -> str:
-        return "-".join(p for p in ("registry" if self.from_registry else "", f"{self.given}_in") if p)
+    from_registry: bool = shown("registry-")
+    given: MixEntry = torch.float32  # float32, or the autocast dtype (MixRole.LOWER)
+    ID: ClassVar[str] = "{from_registry}{given}_in"
 
 
-def cases(target: Target) -> list[Case]:
+def cases(target: Target) -> list[Case[UnlistedCall]]:
     # a vendor's registered_only operator carries a kernel whose policy the spec does not state:
     # not unlisted (the registration check requires its kernel)
     listed = frozenset(target.device_spec.ops) | frozenset(target.device_spec.registered_only)
@@ -64,20 +61,27 @@ def cases(target: Target) -> list[Case]:
         sampled = [op for op in registry_sample(target.dispatch_key, listed) if op not in target.spec.ops]
         sampled = sorted(set(sampled) | set(watch))
     return [
-        Case("unlisted", target.device, dtype, "unlisted", op, op, variant=UnlistedCall(reg, d), mix=(d,))
+        Case(
+            "unlisted", target.device, dtype, Listing.UNLISTED, op, op, params=UnlistedCall(reg, d), mix=(d,)
+        )
         for dtype in target.dtypes
         for reg, ops in ((False, catalog), (True, sampled))
         for op in ops
-        for d in ("float32", "lower")
+        for d in (torch.float32, MixRole.LOWER)
     ]
 
 
-GENERATORS = {"unlisted": cases}
+CATEGORY = Category(
+    "unlisted",
+    __doc__,
+    checks=(UNTOUCHED,),
+    generators=(cases,),
+)
 
 
-def untouched(target: Target, case: Case) -> Observation:
-    lower = dtype_of(case.dtype)
-    dt = resolve_mix(case.mix, case.dtype)
+def untouched(target: Target, case: Case[UnlistedCall]) -> Observation:
+    lower = case.lower
+    dt = resolve_mix(case.mix, lower)
     with target.tensors():
         info = target.spec.op_info(case.op)
         if info is not None and info.samples:

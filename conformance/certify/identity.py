@@ -22,7 +22,8 @@ import torch
 
 import conformance
 from autocast_spec.model import Policy, Spec, VendorRelease
-from conformance.registry import category_names
+from conformance.kit.case import Case
+from conformance.registry import category_names, category_of
 from conformance.session import target_of
 from reference_impl.harness.devices import device_is_real
 
@@ -90,27 +91,25 @@ def stable_id(item: pytest.Item) -> str:
 
 def collected_test(item: pytest.Item) -> CollectedTest:
     """Category, policy, op and dtype of a test: from its Case parameter, else its markers."""
-    case = None
     callspec = getattr(item, "callspec", None)
-    if callspec is not None:
-        for v in callspec.params.values():
-            if all(hasattr(v, a) for a in ("category", "policy", "op", "dtype")):
-                case = v
-                break
+    case = callspec.params.get("case") if callspec is not None else None
     names = [m.name for m in item.iter_markers()]
     policy = next((n for n in names if n in {p.value for p in Policy}), None)
+    generated = item.get_closest_marker("conformance_cases")  # an empty parameter set keeps its category
+    if generated is not None and generated.args:
+        names.insert(0, category_of(generated.args[0]).name)
     categories = category_names()
     # A test with no category marker takes its module's name: test_jit_limitations.py -> jit_limitations.
     category = next((n for n in names if n in categories), None) or Path(str(item.path)).stem.removeprefix(
         "test_"
     )
-    if case is not None:
+    if isinstance(case, Case):
         return CollectedTest(
             stable_id(item),
             case.category or category,
-            case.policy or policy,
+            case.policy.value if case.policy else policy,
             case.op or None,
-            case.dtype or None,
+            case.dtype_text or None,
         )
     return CollectedTest(stable_id(item), category, policy)
 

@@ -20,13 +20,13 @@ from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.engine.oracle import oracle_apply
 from reference_impl.engine.policy import AutocastState, CastPlan, expected_output_dtype
 from reference_impl.engine.policy import decide as decide_plan
-from reference_impl.harness.samples import Materialized, entry_point_sample, output_tensors
+from reference_impl.harness.samples import Materialized, call, entry_point_sample, output_tensors
 from reference_impl.harness.state import quiet
 
 from ..target import Target
-from .case import Case
+from .case import Case, Mix
 from .inputs import case_inputs
-from .intercept import arrived, call_entry, intercepted
+from .intercept import arrived, intercepted
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def run_oracle(
         return capture(lambda: oracle_apply(plan, m.args, m.kwargs))
 
 
-def entry_sample(target: Target, case: Case, entry: str) -> Sample:
+def entry_sample(target: Target, case: Case[Any], entry: str) -> Sample:
     """The sample an entry point of the case's op is called with."""
     info = target.spec.ops[case.op]
     if entry == case.op or entry.startswith("aten::"):
@@ -146,7 +146,7 @@ class PolicyRun:
     plan: str
 
 
-def policy_call(target: Target, case: Case, entry: str, mix: tuple[str, ...] | None = None) -> PolicyRun:
+def policy_call(target: Target, case: Case[Any], entry: str, mix: Mix | None = None) -> PolicyRun:
     """Native autocast through ``entry`` against the reference oracle on the same inputs.
 
     The reference always calls the aten op itself: every entry point must behave like the
@@ -154,11 +154,12 @@ def policy_call(target: Target, case: Case, entry: str, mix: tuple[str, ...] | N
     samples only the dispatcher can take: ``intercept_only``), what arrives below Autocast
     is compared with the plan instead.
     """
-    lower = dtype_of(case.dtype)
+    lower = case.dtype
+    assert lower is not None, f"{case.id}: a policy call needs the autocast dtype"
     sample = entry_sample(target, case, entry)
     with target.tensors():
-        m = case_inputs(sample, mix or case.mix, case.dtype, target.device, seed=case.seed)
-        native = run_native(target, lower, lambda: call_entry(case.op, entry, m))
+        m = case_inputs(sample, mix or case.mix, lower, target.device, seed=case.seed)
+        native = run_native(target, lower, lambda: call(entry, m))
         d = decide(target, lower, case.op, m)
         expected = _reference(target, lower, case.op, entry, m, d)
         by_interception = target.policy_only or target.spec.ops[case.op].intercept_only
@@ -183,19 +184,25 @@ def _from_plan(target: Target, lower: torch.dtype, d: Decision, failed: Outcome)
 
 
 def _by_interception(
-    target: Target, case: Case, lower: torch.dtype, m: Materialized, native: Outcome, plan: str, entry: str
+    target: Target,
+    case: Case[Any],
+    lower: torch.dtype,
+    m: Materialized,
+    native: Outcome,
+    plan: str,
+    entry: str,
 ) -> PolicyRun:
     """The op's own arguments are recorded with autocast off (an entry point may rearrange
     them), the plan is decided on them, and the call under autocast must arrive as it says."""
-    call = lambda: call_entry(case.op, entry, m)  # noqa: E731
-    off, err = intercepted(target, lower, case.op, call, enabled=False)
+    through_entry = lambda: call(entry, m)  # noqa: E731
+    off, err = intercepted(target, lower, case.op, through_entry, enabled=False)
     if not off:
         return PolicyRun(
             m, native, Outcome(error=err or RuntimeError(f"{entry} does not reach {case.op}")), plan
         )
     first = Materialized(tuple(off[0].args), dict(off[0].kwargs))
     target_op, want = decide(target, lower, off[0].op, first).arrival(first)
-    on, _ = intercepted(target, lower, case.op, call)
+    on, _ = intercepted(target, lower, case.op, through_entry)
     got = arrived(on, target_op)
     if got is None:
         return PolicyRun(m, native, Outcome(value=None), plan)
@@ -214,7 +221,7 @@ def _reference(
     out = run_oracle(target, lower, op, m, d)
     if out.error is None or entry == op:
         return out
-    calls, err = intercepted(target, lower, op, lambda: call_entry(op, entry, m), enabled=False)
+    calls, err = intercepted(target, lower, op, lambda: call(entry, m), enabled=False)
     if not calls:
         return Outcome(error=err or RuntimeError(f"{entry} does not reach {op}"))
     c = calls[0]

@@ -12,19 +12,18 @@ from typing import Any
 import torch
 
 from autocast_spec.catalog import ListArg, Sample, TensorArg
-from reference_impl.engine.dtypes import dtype_of
 from reference_impl.harness.samples import Materialized, materialize
 
-from .case import Mix
+from .case import Mix, MixRole
 
-# "foreign": the other lower dtype (float16 under bfloat16 autocast and the reverse).
-FOREIGN = {"float16": "bfloat16", "bfloat16": "float16"}
+# The other lower dtype (MixRole.FOREIGN): float16 under bfloat16 autocast and the reverse.
+FOREIGN = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
 
 
-def resolve_mix(mix: Mix, lower: str) -> tuple[torch.dtype, ...]:
+def resolve_mix(mix: Mix, lower: torch.dtype) -> tuple[torch.dtype, ...]:
     """The torch dtypes of ``mix`` under autocast to ``lower``."""
-    names = {"lower": lower, "foreign": FOREIGN.get(lower, "float16")}
-    return tuple(dtype_of(names.get(m, m)) for m in mix)
+    roles = {MixRole.LOWER: lower, MixRole.FOREIGN: FOREIGN.get(lower, torch.float16)}
+    return tuple(roles[m] if isinstance(m, MixRole) else m for m in mix)
 
 
 def _recast(arg: Any, value: Any, dtypes: Sequence[torch.dtype], counter: list[int]) -> Any:
@@ -76,7 +75,7 @@ def _constants(arg: Any, value: Any, out: list[torch.Tensor]) -> None:
             _constants(a, v, out)
 
 
-def case_inputs(sample: Sample, mix: Mix, lower: str, device: str, seed: int = 0) -> Materialized:
+def case_inputs(sample: Sample, mix: Mix, lower: torch.dtype, device: str, seed: int = 0) -> Materialized:
     """``make_inputs`` with the case's mix resolved under ``lower``."""
     return make_inputs(sample, resolve_mix(mix, lower), device, seed)
 

@@ -19,22 +19,14 @@ import torch
 
 from autocast_spec.model import Policy
 from reference_impl.engine.dtypes import dtype_name
-from reference_impl.engine.torch_registry import op_overload
 from reference_impl.harness.calls import Call, Intercepted, autograd_key_for, intercept, intercept_registered
-from reference_impl.harness.samples import Materialized, first_tensor, resolve_entry_point
+from reference_impl.harness.samples import Materialized, call, first_tensor
 from reference_impl.harness.state import quiet
 
 from ..target import Target
 from .case import Case, sentinel_op
 from .inputs import make_inputs
 from .verdict import Observation, expect
-
-
-def call_entry(op: str, entry: str, m: Materialized) -> Any:
-    """Call ``entry`` (a public entry point such as ``torch.mm``, or the aten op itself)."""
-    if entry == op or entry.startswith("aten::"):
-        return op_overload(entry)(*m.args, **m.kwargs)
-    return resolve_entry_point(entry)(*m.args, **m.kwargs)
 
 
 def intercepted(
@@ -102,7 +94,7 @@ class Sentinel:
     def output_dtype(self) -> str:
         """The output dtype of a real call (the lower dtype when autocast acts, else float32)."""
         with quiet():
-            out = call_entry(self.op, self.op, self.inputs)
+            out = call(self.op, self.inputs)
         t = first_tensor(out)
         if t is None:
             self._judged("the sentinel's output", "a tensor", "no tensor", {"output": type(out).__name__})
@@ -115,7 +107,7 @@ class Sentinel:
         if below_autograd:
             key = self._below_autograd()
         with quiet(), intercept(self.op, key) as calls, contextlib.suppress(Intercepted):
-            call_entry(self.op, self.op, self.inputs)
+            call(self.op, self.inputs)
         if not calls:
             self._judged(
                 "the sentinel's call below Autocast",

@@ -18,17 +18,18 @@ import warnings
 
 import torch
 
-from reference_impl.harness.samples import Materialized
+from reference_impl.engine.dtypes import dtype_name
 
 from ..target import Target
-from .calls import Outcome, run_oracle
+from .calls import Outcome
 from .verdict import not_applicable, one_line
 
 
 def refusal(autocast_error: BaseException | None, raw: Outcome) -> str | None:
     """The reason when ``autocast_error`` is the kernel's own refusal, else None.
 
-    ``raw``: the call without autocast on the cast plan's inputs (:func:`raw_call`)."""
+    ``raw``: the call without autocast on the cast plan's inputs: the oracle's run
+    (:func:`~.calls.run_oracle`)."""
     if autocast_error is None or raw.error is None or one_line(autocast_error) != one_line(raw.error):
         return None
     return (
@@ -43,11 +44,6 @@ def skip_if_refused(autocast_error: BaseException | None, raw: Outcome) -> None:
         not_applicable(reason)
 
 
-def raw_call(target: Target, lower: torch.dtype, op: str, m: Materialized) -> Outcome:
-    """``op`` called without autocast on the inputs the reference's cast plan gives it."""
-    return run_oracle(target, lower, op, m)
-
-
 def intercept_only(target: Target, op: str) -> str | None:
     """Why output checks of ``op`` do not apply: its kernel cannot run its samples
     (``intercept_only`` in spec/ops); its policy is checked below Autocast instead."""
@@ -60,17 +56,17 @@ def intercept_only(target: Target, op: str) -> str | None:
     )
 
 
-def kernel_gap(target: Target, op: str, dtype: str) -> str | None:
+def kernel_gap(target: Target, op: str, dtype: torch.dtype | None) -> str | None:
     """Why the backend's kernel cannot run ``op`` under ``dtype`` at all, where the op catalog
     declares it (``kernel_gaps``): checks that run the kernel do not apply, on every host
     alike (the verdict must not depend on which CPU the run meets). Policy-only runs no kernel."""
     info = target.spec.op_info(op) if op else None
-    gap = info.kernel_gap(target.device, dtype) if info is not None and dtype else None
-    if gap is None or target.policy_only:
+    gap = info.kernel_gap(target.device, dtype_name(dtype)) if info is not None and dtype else None
+    if gap is None or dtype is None or target.policy_only:
         return None
     where = info.loc  # type: ignore[union-attr]
     why = f"{gap.reason} [{gap.source}]"
-    return f"{op}: declared kernel gap ({where}): no {target.device} kernel for {dtype}: {why}"
+    return f"{op}: declared kernel gap ({where}): no {target.device} kernel for {dtype_name(dtype)}: {why}"
 
 
 def autocast_acts(target: Target, lower: torch.dtype) -> str | None:

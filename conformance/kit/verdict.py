@@ -30,7 +30,7 @@ import pytest
 import torch
 
 from reference_impl.engine.dtypes import dtype_name
-from reference_impl.harness.samples import Materialized
+from reference_impl.harness.samples import Materialized, is_operator
 
 from ..target import Target
 from .case import Case
@@ -63,7 +63,7 @@ class Declaration:
 class Observation:
     """What one check saw, next to what the spec expects."""
 
-    case: Case
+    case: Case[Any]
     check: str  # "<category>.<check>": what a known bug names (registry.all_checks())
     what: str  # the rule, in one line, as the failure's headline
     expected: Any
@@ -119,7 +119,7 @@ def expect(target: Target, obs: Observation) -> None:
             case = obs.case
             warnings.warn(
                 DeclarationNotObserved(
-                    f"{d.where}: {d.kind} not observed: {case.op} under autocast({case.dtype}) on "
+                    f"{d.where}: {d.kind} not observed: {case.op} under autocast({case.dtype_text}) on "
                     f"{case.device} agrees ({label(obs.observed)}); narrow or remove the declaration"
                 ),
                 stacklevel=2,
@@ -172,8 +172,8 @@ def _fail(obs: Observation, note: str) -> NoReturn:
     case = obs.case
     entry = obs.entry or case.entry or case.op
     where = f"{case.op} via {entry} on {case.device}" if case.op else f"autocast({case.device!r})"
-    dtype = f" under autocast({case.dtype})" if case.dtype else ""
-    variant = f" [{case.label}]" if case.label else ""
+    dtype = f" under autocast({case.dtype_text})" if case.dtype else ""
+    variant = f" [{case.params_label}]" if case.params_label else ""
     lines = [f"{obs.what}: {where}{dtype}{variant}"]
     if obs.inputs is not None:
         m = obs.inputs
@@ -233,14 +233,14 @@ def _literal(v: Any, names: list[str]) -> str:
 
 
 def _callable_text(entry: str) -> str:
-    if "::" in entry:  # an operator: aten's, or a vendor's own (torch_ipex::nms)
+    if is_operator(entry):  # aten's, or a vendor's own (torch_ipex::nms)
         ns, _, rest = entry.partition("::")
         name, _, overload = rest.partition(".")
         return f"torch.ops.{ns}.{name}.{overload or 'default'}"
     return entry
 
 
-def reproduction(case: Case, m: Materialized | None, entry: str, steps: Sequence[str] = ()) -> str:
+def reproduction(case: Case[Any], m: Materialized | None, entry: str, steps: Sequence[str] = ()) -> str:
     """A snippet to paste: the call with its inputs' shapes and dtypes under ``torch.autocast``
     (where the case has an op), and the scenario's steps as comments."""
     lines = list(_PREAMBLE)
@@ -265,7 +265,7 @@ def reproduction(case: Case, m: Materialized | None, entry: str, steps: Sequence
         else:
             call = f"{_callable_text(entry)}({', '.join(args)})"
         if case.dtype:
-            lines += [f"with torch.autocast({case.device!r}, dtype=torch.{case.dtype}):", f"    out = {call}"]
+            lines += [f"with torch.autocast({case.device!r}, dtype={case.dtype}):", f"    out = {call}"]
         else:
             lines.append(f"out = {call}")
     lines += [f"# {s}" for s in steps]

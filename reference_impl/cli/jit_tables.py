@@ -24,7 +24,7 @@ def _cell(text: str) -> str:
 
 
 def _outcome(lim: JitLimitation) -> str:
-    out = lim.expect
+    out: str = lim.expect
     if lim.expect == "error" and lim.message:
         out += f": `` {lim.message} ``" if "`" in lim.message else f": `{lim.message}`"
     if lim.expect == "differs":

@@ -23,13 +23,14 @@ from ..engine.torch_registry import op_overload
 
 __all__ = [
     "Materialized",
-    "call_entry_point",
-    "call_op",
+    "call",
     "entry_point_sample",
     "first_tensor",
+    "is_operator",
     "make_tensor",
     "materialize",
     "output_tensors",
+    "resolve",
     "resolve_entry_point",
 ]
 
@@ -138,17 +139,24 @@ def resolve_entry_point(name: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return,unused-ignore]
 
 
-def call_op(op: str, m: Materialized) -> Any:
-    """Call the aten overload itself."""
-    return op_overload(op)(*m.args, **m.kwargs)
+def is_operator(name: str) -> bool:
+    """Whether ``name`` is an operator (``aten::mm``, ``aten::add.Tensor``, a vendor's own
+    ``torch_ipex::nms``) rather than a public entry point (``torch.mm``, ``Tensor.mm``)."""
+    return "::" in name
+
+
+def resolve(name: str) -> Callable[..., Any]:
+    """The one rule for a callable the spec names: an operator's overload, else a public entry point."""
+    return op_overload(name) if is_operator(name) else resolve_entry_point(name)
+
+
+def call(name: str, m: Materialized) -> Any:
+    """Call what ``name`` resolves to (:func:`resolve`) with ``m``'s arguments."""
+    return resolve(name)(*m.args, **m.kwargs)
 
 
 def entry_point_sample(ep: EntryPoint, op_samples: tuple[Sample, ...]) -> Sample:
     return ep.sample if ep.sample is not None else op_samples[0]
-
-
-def call_entry_point(ep: EntryPoint, m: Materialized) -> Any:
-    return resolve_entry_point(ep.name)(*m.args, **m.kwargs)
 
 
 def first_tensor(value: Any) -> torch.Tensor | None:

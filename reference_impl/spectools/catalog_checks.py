@@ -16,7 +16,7 @@ from ..engine.dtypes import dtype_of
 from ..engine.torch_registry import op_exists
 from ..harness.calls import Intercepted, autograd_key_for, intercept
 from ..harness.devices import device_is_real, tensor_context
-from ..harness.samples import call_entry_point, call_op, entry_point_sample, materialize
+from ..harness.samples import call, entry_point_sample, materialize
 from ..harness.state import quiet, raw_autocast
 
 
@@ -59,10 +59,10 @@ def run_sample(
     with quiet(), tensor_context(device, fake):
         m = materialize(sample, dtype, device)
         if autocast_dtype is None:
-            call_op(op, m)
+            call(op, m)
         else:
             with raw_autocast(device, autocast_dtype):
-                call_op(op, m)
+                call(op, m)
 
 
 def entry_point_reaches_op(spec: Spec, info: OpInfo, ep: EntryPoint, device: str, dispatch_key: str) -> bool:
@@ -77,5 +77,5 @@ def entry_point_reaches_op(spec: Spec, info: OpInfo, ep: EntryPoint, device: str
             intercept(info.op, autograd_key_for(dispatch_key)) as calls,
             contextlib.suppress(Intercepted),
         ):
-            call_entry_point(ep, m)
+            call(ep.name, m)
     return any(c.op == info.op for c in calls)

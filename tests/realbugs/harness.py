@@ -103,7 +103,7 @@ def evaluate(entry: Entry, p: Witness | None, clean: SuiteRun | None, replayed: 
 
 
 KNOWN_BUG_PREFIX = "known bug "  # conformance.kit.verdict.XFAIL_PREFIX
-DECLARED_VALUES_PREFIX = "declared value divergence: "  # conformance.modes.values.DECLARED_VALUES
+DECLARED_VALUES_PREFIX = "declared value divergence: "  # conformance.kit.divergences.DECLARED_VALUES
 
 
 def reported(entry: Entry, run_: SuiteRun) -> list[str]:

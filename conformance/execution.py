@@ -1,11 +1,16 @@
-"""The pytest sub-plugin behind ``--mode`` (listed in ``conformance.plugin``).
+"""pytest sub-plugin: the execution modes of a run (listed in ``conformance.plugin``).
 
 It adds
 
 * ``--mode eager|script|trace|compile|export|aoti`` (repeatable; default ``eager``; ``aoti``
   stops the run with a usage error where AOTInductor or a C++ compiler is missing),
 * ``--compile-backend aot_eager|inductor|...`` (default ``aot_eager``: no C++ toolchain),
+* ``--compile-cache DIR`` (one inductor cache for the run, shared by its workers),
+* the distribution of a compiled run's batches over pytest-xdist workers, and
 * a terminal-summary line counting the declared divergences reported xfail.
+
+The mode categories (``conformance/categories/modes.py``, ``regions.py``,
+``mode_gradients.py``, ``mode_exceptions.py``) generate their cases from the target's modes.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from ..errors import usage_error
-from ..kit.verdict import DeclarationNotObserved
-from .aoti import unavailable
-from .batch import TIMING, use_cache_dir
-from .ops import DECLARED, SELECTED, ModeCase, batch_scope
-from .run import DEFAULT_COMPILE_BACKEND, MODES
-from .values import DECLARED_VALUES
+from reference_impl.modes.aoti import unavailable
+from reference_impl.modes.batch import TIMING, use_cache_dir
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, MODES
+
+from .categories.modes import SELECTED, batch_scope
+from .errors import usage_error
+from .kit.case import Case
+from .kit.divergences import DECLARED, DECLARED_VALUES
+from .kit.verdict import DeclarationNotObserved
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,8 +95,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """A compiled batch holds the selected cases only (``-k`` picks one op: one small graph)."""
     for item in session.items:
         callspec = getattr(item, "callspec", None)
-        case = callspec.params.get("mode_case") if callspec is not None else None
-        if isinstance(case, ModeCase):
+        case = callspec.params.get("case") if callspec is not None else None
+        if isinstance(case, Case) and case.category == "modes":
             SELECTED.add(case.id)
 
 

@@ -1,4 +1,4 @@
-"""Small multi-op autocast regions compiled as one graph against eager autocast (``test_modes.py``).
+"""regions: small multi-op autocast regions compiled as one graph against eager autocast.
 
 ``--mode compile`` compiles each catalogued op on its own inputs, which autocast casts to one
 dtype: no graph there holds a lower-precision op's output meeting a float32 tensor, or a
@@ -15,10 +15,10 @@ where ``--op`` selects one of the program's ops; and every program a declaration
 Procedure: the program eagerly under ``torch.autocast`` and through ``torch.compile``
 (``fullgraph``, a graph of its own per pass), on the same inputs (float32, seeded).
 Expectation: the output dtypes exactly as eager's (a difference or an error: a known bug of
-``spec/rules.yaml`` for check ``modes.region``, with its release range); then the values within
+``spec/rules.yaml`` for check ``regions.matches_eager``, with its release range); then the values within
 the tolerance of the program's last op (default pass) or bitwise (a pass that rounds where eager
 rounds), or as ``spec/compiled.yaml`` ``value_divergences`` declares with ``region:``
-(:mod:`.values`: xfail within the declared ``max_error``, a failure beyond it).
+(:mod:`conformance.kit.divergences`: xfail within the declared ``max_error``, a failure beyond it).
 """
 
 from __future__ import annotations
@@ -26,26 +26,28 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from autocast_spec.model import Spec, ValueDivergence
-from reference_impl.engine.dtypes import dtype_name, dtype_of
+from autocast_spec.model import Spec
+from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.torch_registry import overload_name
 from reference_impl.harness.samples import output_tensors
+from reference_impl.modes.batch import Config, Pass
+from reference_impl.modes.run import Mode
 
-from ..kit.case import Case
+from ..kit.case import Case, omitted
+from ..kit.category import Category
+from ..kit.divergences import Run, values_observation
 from ..kit.verdict import Observation, first_line, not_applicable
 from ..target import Target
-from .batch import DEFAULT_CONFIG, EMULATE, Pass
-from .ops import passes
-from .values import values_observation
+from .modes import passes
 
-REGION = "modes.region"
+MATCHES_EAGER = "regions.matches_eager"
 
 
 # ---------------------------------------------------------------------------
@@ -158,24 +160,22 @@ def run_compiled(program: Program, device: str, dtype: torch.dtype, how: Pass) -
 
 
 @dataclass(frozen=True)
-class RegionCase:
-    region: str
-    dtype: str
-    config: str  # the pass (batch.CONFIGS)
+class Compiled:
+    """A region program compiled in one pass."""
 
-    @property
-    def id(self) -> str:
-        pass_ = "" if self.config == DEFAULT_CONFIG else f"-{self.config}"
-        return f"compile{pass_}-{self.region}-{self.dtype}"
+    region: str
+    config: Config = omitted(Config.DEFAULT)
+    WHOLE_ID: ClassVar[bool] = True
+    ID: ClassVar[str] = "compile{config}-{region}-{dtype}"
 
 
 def declared_regions(spec: Spec) -> set[str]:
     return {d.region for d in spec.value_divergences if d.region is not None}
 
 
-def region_cases(target: Target, modes: tuple[str, ...], backend: str) -> list[RegionCase]:
+def cases(target: Target) -> list[Case[Compiled]]:
     """Every selected program (and every program a declaration names), per dtype and pass."""
-    if "compile" not in modes:
+    if Mode.COMPILE not in target.modes:
         return []
     chosen = {
         p.id
@@ -183,18 +183,20 @@ def region_cases(target: Target, modes: tuple[str, ...], backend: str) -> list[R
         if not target.selected_ops or any(target.selects(op) for op in program_ops(p, target.spec))
     }
     return [
-        RegionCase(region, dtype, config)
+        Case("regions", target.device, dtype, params=Compiled(region, config))
         for region in sorted(chosen | declared_regions(target.spec))
         for dtype in target.dtypes
-        for config in passes("compile", backend)
+        for config in passes(Mode.COMPILE, target.compile_backend)
     ]
 
 
-def find_region_divergence(spec: Spec, backend: str, rc: RegionCase) -> ValueDivergence | None:
-    return next(
-        (d for d in spec.value_divergences if d.covers_region(backend, rc.config, rc.region, rc.dtype)),
-        None,
-    )
+CATEGORY = Category(
+    "regions",
+    __doc__,
+    checks=(MATCHES_EAGER,),
+    generators=(cases,),
+    mandatory_able=False,
+)
 
 
 def outcome_label(result: Any) -> str:
@@ -204,48 +206,51 @@ def outcome_label(result: Any) -> str:
     return ",".join(dtype_name(t.dtype) for t in output_tensors(result))
 
 
-def reproduction(target: Target, backend: str, rc: RegionCase) -> str:
+def reproduction(target: Target, case: Case[Compiled]) -> str:
     return (
-        f"pytest conformance --backend {target.device} --dtype {rc.dtype} --mode compile "
-        f"--compile-backend {backend} -m mode_check -k 'region_matches_eager and {rc.id}'"
+        f"pytest conformance --backend {target.device} --dtype {case.dtype_text} --mode compile "
+        f"--compile-backend {target.compile_backend} -m mode_check -k 'region_matches_eager and {case.id}'"
     )
 
 
-def region_matches_eager(target: Target, rc: RegionCase, backend: str) -> Observation:
+def matches_eager(target: Target, case: Case[Compiled]) -> Observation:
     """The program compiled under the case's pass against eager autocast: dtypes, then values."""
+    rc, dtype = case.params, case.dtype
+    assert rc is not None and dtype is not None
+    backend = target.compile_backend
     program = PROGRAMS.get(rc.region)
-    entry = f"{__name__}.{program.fn.__name__}" if program is not None else ""
-    case = Case("jit", target.device, rc.dtype, op=f"region {rc.region}", entry=entry)
-    reproduce = reproduction(target, backend, rc)
+    shown = replace(
+        case, op=f"region {rc.region}", entry=f"{__name__}.{program.fn.__name__}" if program else ""
+    )
+    reproduce = reproduction(target, case)
     if program is None:
         return Observation(
-            case,
-            REGION,
+            shown,
+            MATCHES_EAGER,
             f"spec/compiled.yaml declares region {rc.region!r}, which no program of "
-            "conformance/modes/regions.py is: fix the id or add the program",
+            "conformance/categories/regions.py is: fix the id or add the program",
             "a program",
             "none",
             reproduce=reproduce,
         )
     if target.policy_only:
         not_applicable("--policy-only: a compiled region needs the backend's kernels")
-    dtype = dtype_of(rc.dtype)
     try:
         eager = program.fn(target.device, dtype, *program_inputs(program, target.device))
     except Exception as exc:
         return Observation(
-            case,
-            REGION,
+            shown,
+            MATCHES_EAGER,
             "eager autocast raised on the region program",
             "a result",
             outcome_label(exc),
             reproduce=reproduce,
         )
     got = run_compiled(program, target.device, dtype, Pass(backend, rc.config))
-    where = f"compile ({backend}, {rc.config}) region {rc.region} (autocast {rc.dtype})"
+    where = f"compile ({backend}, {rc.config.value}) region {rc.region} (autocast {case.dtype_text})"
     dtypes = Observation(
-        case,
-        REGION,
+        shown,
+        MATCHES_EAGER,
         f"{where} gives other output dtypes than eager autocast",
         outcome_label(eager),
         outcome_label(got),
@@ -256,18 +261,10 @@ def region_matches_eager(target: Target, rc: RegionCase, backend: str) -> Observ
         return dtypes
     tolerance = (
         None
-        if rc.config == EMULATE
-        else target.spec.tolerance(program_ops(program, target.spec)[-1], rc.dtype)
+        if rc.config is Config.EMULATE
+        else target.spec.tolerance(program_ops(program, target.spec)[-1], case.dtype_text)
     )
+    run = Run(Mode.COMPILE, backend, rc.config, dtype, region=rc.region)
     return values_observation(
-        case,
-        REGION,
-        where,
-        eager,
-        got,
-        tolerance,
-        (),
-        find_region_divergence(target.spec, backend, rc),
-        reproduce,
-        {"region": rc.region, "dtype": rc.dtype, "mode": "compile", "backend": backend, "config": rc.config},
+        target.spec, run, shown, MATCHES_EAGER, where, eager, got, tolerance, (), reproduce
     )

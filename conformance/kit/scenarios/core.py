@@ -28,9 +28,9 @@ import torch
 
 from autocast_spec.model import JitLimitation, Policy, Spec
 from reference_impl.engine.dtypes import dtype_name
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND
 
-from ...kit.verdict import first_line
-from ..run import DEFAULT_COMPILE_BACKEND
+from ..verdict import first_line
 
 DEVICE = "cpu"
 LOWER = torch.bfloat16  # the autocast dtype every scenario's region names (CPU's default)

@@ -1,4 +1,4 @@
-"""An exception escaping an autocast region, in each selected mode (``test_modes.py``).
+"""mode_exceptions: an exception escaping an autocast region, in each selected mode.
 
 Cases: the exception raised while tracing (``shape``: the sentinel op with shapes that do
 not fit) or by a kernel at run time inside the graph (``runtime``: an index out of
@@ -16,35 +16,75 @@ export's autocast exit returned true) builds a program from a function that rais
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from reference_impl.engine.dtypes import dtype_of
 from reference_impl.harness.samples import Materialized, materialize
 from reference_impl.harness.state import autocast_state_kept
+from reference_impl.modes.run import Mode, fresh_in_mode, run_in_mode
 
 from ..kit.case import Case, sentinel_op
+from ..kit.category import Category
 from ..kit.inputs import rebuilt
 from ..kit.state import autocast_fields
 from ..kit.verdict import Observation, not_applicable
 from ..target import Target
-from .run import fresh_in_mode, run_in_mode
 
-EXCEPTION_STATE = "modes.exception_state"
-ERRORS = ("shape", "runtime")
-OUTER = ("off", "float16")
+STATE_RESTORED = "mode_exceptions.state_restored"
 AS_BEFORE = "state as before"
 # modes whose program is traced when built: an error raised in the region while tracing must
 # escape the tracer (a tracer that swallows it builds a program from a function that raised)
-TRACED_WHEN_BUILT = ("trace", "export")
+TRACED_WHEN_BUILT = (Mode.TRACE, Mode.EXPORT)
 TRACING = "raised while tracing"
 
 
-def _raising_call(target: Target, kind: str) -> tuple[str, Materialized] | None:
+class Outer(enum.Enum):
+    """The autocast state around the call."""
+
+    OFF = "off"
+    FLOAT16 = "float16"  # enabled, float16 (set directly, not by a region)
+
+
+class Raised(enum.Enum):
+    """Where the exception is raised."""
+
+    SHAPE = "shape"  # while tracing: the sentinel op with shapes that do not fit
+    RUNTIME = "runtime"  # by a kernel at run time inside the graph: an index out of range
+
+
+@dataclass(frozen=True)
+class Escaping:
+    outer: Outer
+    error: Raised
+    WHOLE_ID: ClassVar[bool] = True
+    ID: ClassVar[str] = "{outer}-{error}"
+
+
+def cases(target: Target) -> list[Case[Escaping]]:
+    return [
+        Case("mode_exceptions", target.device, target.dtypes[0], params=Escaping(o, e))
+        for o in Outer
+        for e in Raised
+    ]
+
+
+CATEGORY = Category(
+    "mode_exceptions",
+    __doc__,
+    checks=(STATE_RESTORED,),
+    generators=(cases,),
+    mandatory_able=False,
+)
+
+
+def _raising_call(target: Target, kind: Raised) -> tuple[str, Materialized] | None:
     """A call that raises inside the region (None: the spec has no op to raise in)."""
     dev = target.device
-    if kind == "runtime":
+    if kind is Raised.RUNTIME:
         # on CPU tensors whatever the backend: a lazy backend (torch_xla) raises only when a
         # value is read, and a device-side index error can end a CUDA context
         return "Tensor.__getitem__", Materialized((torch.rand(4, 4), torch.tensor([99])), {})
@@ -59,10 +99,10 @@ def _raising_call(target: Target, kind: str) -> tuple[str, Materialized] | None:
 
 
 def _raises(
-    mode: str, fn: str, m: Materialized, dev: str, dtype: torch.dtype, backend: str, error: str
+    mode: Mode, fn: str, m: Materialized, dev: str, dtype: torch.dtype, backend: str, error: Raised
 ) -> str | None:
     """Where the call raised: while tracing (building the program), at run time, or None."""
-    if error != "shape" or mode not in TRACED_WHEN_BUILT:
+    if error is not Raised.SHAPE or mode not in TRACED_WHEN_BUILT:
         try:
             run_in_mode(mode, fn, m.args, m.kwargs, device=dev, dtype=dtype, backend=backend)
         except Exception:  # any error from the bad arguments
@@ -79,52 +119,48 @@ def _raises(
     return None
 
 
-def escaping(
-    target: Target, modes: tuple[str, ...], backend: str, outer: str, error: str
-) -> Iterator[Observation]:
-    """One observation per (mode, backend) run, in order."""
+def escaping(target: Target, case: Case[Escaping]) -> Iterator[Observation]:
+    """One observation per (mode, backend) run, in order: under ``compile`` with the run's
+    backend and with Dynamo's own graph (backend ``eager``): restoring the state is Dynamo's
+    job whatever the backend."""
     if target.policy_only:
         not_applicable("--policy-only: script/trace/compile need the backend's kernels")
-    dev = target.device
-    case = Case("jit", dev, target.dtypes[0])
-    call = _raising_call(target, error)
+    p, dtype = case.params, case.dtype
+    assert p is not None and dtype is not None
+    dev, backend = target.device, target.compile_backend
+    call = _raising_call(target, p.error)
     if call is None:
         yield Observation(
-            case, EXCEPTION_STATE, "no call to raise in", "a lower_precision_fp op with samples", "none"
+            case, STATE_RESTORED, "no call to raise in", "a lower_precision_fp op with samples", "none"
         )
         return
     fn, m = call
     runs = [
         (mode, b)
-        for mode in modes
-        for b in (dict.fromkeys((backend, "eager")) if mode == "compile" else (backend,))
+        for mode in target.modes
+        for b in (dict.fromkeys((backend, "eager")) if mode is Mode.COMPILE else (backend,))
     ]
     for mode, b in runs:
         with autocast_state_kept(dev):
-            if outer == "float16":
+            if p.outer is Outer.FLOAT16:
                 torch.set_autocast_enabled(dev, True)
                 torch.set_autocast_dtype(dev, torch.float16)
             before = autocast_fields(dev)
-            raised = _raises(mode, fn, m, dev, dtype_of(target.dtypes[0]), b, error)
+            raised = _raises(mode, fn, m, dev, dtype, b, p.error)
             after = autocast_fields(dev)
-        where = f"{mode} (backend {b})" if mode == "compile" else mode
+        where = f"{mode.value} (backend {b})" if mode is Mode.COMPILE else mode.value
+        reproduce = f"pytest conformance --mode {mode.value} -k 'restores_state and {p.error.value}'"
         if raised is None:
-            yield Observation(case, EXCEPTION_STATE, f"{where}: the call did not raise", "an error", "it ran")
-        elif error == "shape" and mode in TRACED_WHEN_BUILT:
-            yield Observation(
-                case,
-                EXCEPTION_STATE,
-                f"{where}: an error raised in the region while tracing escapes the tracer",
-                TRACING,
-                raised,
-                reproduce=f"pytest conformance --mode {mode} -k 'restores_state and {error}'",
-            )
+            yield Observation(case, STATE_RESTORED, f"{where}: the call did not raise", "an error", "it ran")
+        elif p.error is Raised.SHAPE and mode in TRACED_WHEN_BUILT:
+            what = f"{where}: an error raised in the region while tracing escapes the tracer"
+            yield Observation(case, STATE_RESTORED, what, TRACING, raised, reproduce=reproduce)
         yield Observation(
             case,
-            EXCEPTION_STATE,
-            f"{where}: autocast state after an exception ({error}) escaped the region",
+            STATE_RESTORED,
+            f"{where}: autocast state after an exception ({p.error.value}) escaped the region",
             AS_BEFORE,
             before.changed(after) or AS_BEFORE,
             facts={"before": before, "after": after},
-            reproduce=f"pytest conformance --mode {mode} -k 'restores_state and {error}'",
+            reproduce=reproduce,
         )

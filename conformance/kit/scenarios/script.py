@@ -23,9 +23,9 @@ from reference_impl.engine.dtypes import dtype_name, dtype_of
 from reference_impl.engine.torch_registry import split_op_name
 from reference_impl.harness.samples import materialize
 from reference_impl.harness.state import quiet
+from reference_impl.modes.run import Mode, fresh_in_mode
 
-from ..ops import observed_label
-from ..run import fresh_in_mode
+from ..divergences import observed_label
 from .core import (
     DEVICE,
     LOWER,
@@ -204,7 +204,7 @@ def _cast_before(op: str, ctx: Setting, device: str, dtype: torch.dtype) -> bool
         raise ScenarioBug(f"{op} has no sample in spec/ops: the scenario cannot call it")
     m = materialize(info.samples[0], torch.float32, DEVICE)
     with quiet():
-        call = fresh_in_mode("script", op, m.args, m.kwargs, device=device, dtype=dtype)
+        call = fresh_in_mode(Mode.SCRIPT, op, m.args, m.kwargs, device=device, dtype=dtype)
         call()
         call()
     ns, name, _ = split_op_name(op)
@@ -295,14 +295,14 @@ def _script_bce(ctx: Setting) -> ScenarioOutcome:
         m = materialize(info.samples[0], inputs, DEVICE)
         calls[op] = {
             mode: fresh_in_mode(mode, op, m.args, m.kwargs, device=DEVICE, dtype=LOWER)
-            for mode in ("eager", "script")
+            for mode in (Mode.EAGER, Mode.SCRIPT)
         }
 
-    def run(mode: str) -> Outputs:
+    def run(mode: Mode) -> Outputs:
         return tuple((op, observed_label(c[mode]())) for op, c in calls.items())
 
     dropped = tuple((op, dtype_name(inputs)) for op in ops)  # no autocast: the inputs' dtype
-    return run_twice(lambda: run("script"), run("eager"), dropped)
+    return run_twice(lambda: run(Mode.SCRIPT), run(Mode.EAGER), dropped)
 
 
 @scenario("script-autocast-false-under-eager-autocast")

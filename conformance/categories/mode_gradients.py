@@ -1,55 +1,64 @@
-"""Gradients through a compiled autocast region against eager (``test_modes.py``).
+"""mode_gradients: gradients through a compiled autocast region against eager (``--mode compile``).
 
 Cases (with ``--mode compile``): per dtype under test, each lower_precision_fp / fp32 op
-with samples that runs on FakeTensors and can run its samples, in each :data:`VARIANTS`.
+with samples that runs on FakeTensors and can run its samples, in each :class:`Variant`.
 Each op's first sample, with float32 inputs that require grad
 (so gradients are float32 and a backward computed in the autocast dtype shows), runs under
 an eager ``torch.autocast`` region: called directly in the
 function (``region``), or inside a nested ``autocast(enabled=False)`` on inputs upcast to
 float32 (``inner_disabled``). The function runs eagerly and through ``torch.compile``;
 backward runs outside autocast. The gradients must agree to float32 precision
-(:data:`RTOL`, :data:`ATOL`: far below what a float16/bfloat16 computation differs by).
+(:data:`GRAD_TOLERANCE`: far below what a float16/bfloat16 computation differs by).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from autocast_spec.common import Tolerance
-from reference_impl.engine.dtypes import dtype_of
+from autocast_spec.model import Policy
 from reference_impl.harness.compare import output_mismatch
-from reference_impl.harness.samples import first_tensor, materialize
+from reference_impl.harness.samples import call, first_tensor, materialize
 from reference_impl.harness.state import quiet
+from reference_impl.modes.run import Mode
 
+from ..kit.calls import run_oracle
 from ..kit.case import Case
+from ..kit.category import Category
 from ..kit.inputs import rebuilt
-from ..kit.intercept import call_entry
-from ..kit.refusal import kernel_gap, raw_call, refusal
+from ..kit.refusal import kernel_gap, refusal
 from ..kit.verdict import Observation, not_applicable, one_line
 from ..target import Target
-from .ops import ModeCase, inputs_of
 
-VARIANTS = ("region", "inner_disabled")
+
+class Variant(enum.Enum):
+    """Where the op runs: directly in the region, or in a nested autocast(enabled=False)."""
+
+    REGION = "region"
+    INNER_DISABLED = "inner_disabled"
+
+
 GRAD_TOLERANCE = Tolerance(atol=1e-5, rtol=1e-4)  # compiled vs eager backward, same dtypes
 
 
-def _function(op: str, device: str, variant: str, m: Any) -> Callable[..., Any]:
+def _function(op: str, device: str, variant: Variant, m: Any) -> Callable[..., Any]:
     def fn(*tensors: torch.Tensor) -> Any:
-        if variant == "region":
-            return first_tensor(call_entry(op, op, rebuilt(m, tensors)))
+        if variant is Variant.REGION:
+            return first_tensor(call(op, rebuilt(m, tensors)))
         up = [t.float() if t.is_floating_point() else t for t in tensors]
         with torch.autocast(device_type=device, enabled=False):
-            return first_tensor(call_entry(op, op, rebuilt(m, up)))
+            return first_tensor(call(op, rebuilt(m, up)))
 
     return fn
 
 
 def gradients(
-    target: Target, op: str, lower: torch.dtype | None, variant: str, backend: str | None
+    target: Target, op: str, lower: torch.dtype | None, variant: Variant, backend: str | None
 ) -> list[torch.Tensor | None] | str:
     """The leaves' gradients (eager when ``backend`` is None, else compiled), or the error;
     ``lower`` None: without the outer autocast region."""
@@ -72,67 +81,84 @@ def gradients(
     return [t.grad if t.is_floating_point() else None for t in leaves]
 
 
-def compare(eager: list[torch.Tensor | None], compiled: list[torch.Tensor | None] | str, variant: str) -> str:
+def compare(
+    eager: list[torch.Tensor | None], compiled: list[torch.Tensor | None] | str, variant: Variant
+) -> str:
     """The check's observation: ``same gradients``, ``<variant>: gradients differ`` or the error."""
     if isinstance(compiled, str):
-        return f"{variant}: compiled raised {compiled}"
+        return f"{variant.value}: compiled raised {compiled}"
     if output_mismatch(eager, compiled, GRAD_TOLERANCE) is not None:
-        return f"{variant}: gradients differ"
+        return f"{variant.value}: gradients differ"
     return "same gradients"
 
 
-GRADIENTS = "modes.gradients"
-GRAD_POLICIES = ("lower_precision_fp", "fp32")
+MATCH_EAGER = "mode_gradients.match_eager"
+GRAD_POLICIES = (Policy.LOWER_PRECISION_FP, Policy.FP32)
 
 
 @dataclass(frozen=True)
-class GradCase:
-    op: str
-    dtype: str
-    variant: str  # one of VARIANTS
+class Through:
+    """Backward through the op compiled in a region (:class:`Variant`)."""
 
-    @property
-    def id(self) -> str:
-        return f"grad-{self.op}-{self.dtype}-{self.variant}"
+    variant: Variant
+    WHOLE_ID: ClassVar[bool] = True
+    ID: ClassVar[str] = "grad-{op}-{dtype}-{variant}"
 
 
-def grad_cases(target: Target) -> list[GradCase]:
+def cases(target: Target) -> list[Case[Through]]:
+    if Mode.COMPILE not in target.modes:
+        return []
     out = []
     for dtype in target.dtypes:
         for op, entry in sorted(target.device_spec.ops.items()):
             info = target.spec.op_info(op)
             runs = info is not None and info.fake_kernel and not info.intercept_only and target.selects(op)
-            if entry.policy.value in GRAD_POLICIES and runs:
-                out += [GradCase(op, dtype, v) for v in VARIANTS]
+            if entry.policy in GRAD_POLICIES and runs:
+                out += [
+                    Case("mode_gradients", target.device, dtype, op=op, entry=op, params=Through(v))
+                    for v in Variant
+                ]
     return out
 
 
-def gradients_match(target: Target, gc: GradCase, backend: str) -> Observation:
+CATEGORY = Category(
+    "mode_gradients",
+    __doc__,
+    checks=(MATCH_EAGER,),
+    generators=(cases,),
+    mandatory_able=False,
+)
+
+
+def gradients_match(target: Target, case: Case[Through]) -> Observation:
     """Backward through a compiled autocast region gives eager's gradients: with the op in
     the region, and inside a nested autocast(enabled=False)."""
+    lower, through = case.dtype, case.params
+    assert lower is not None and through is not None
+    variant, backend = through.variant, target.compile_backend
     if target.policy_only:
         not_applicable("--policy-only: torch.compile needs the backend's kernels")
-    gap = kernel_gap(target, gc.op, gc.dtype)
+    gap = kernel_gap(target, case.op, lower)
     if gap:
         not_applicable(gap)
-    lower = dtype_of(gc.dtype)
-    eager = gradients(target, gc.op, lower, gc.variant, None)
+    eager = gradients(target, case.op, lower, variant, None)
     if isinstance(eager, str):
         not_applicable(f"not differentiable with this sample in eager: {eager}")
-    compiled = gradients(target, gc.op, lower, gc.variant, backend)
+    compiled = gradients(target, case.op, lower, variant, backend)
     if isinstance(compiled, str):
-        plain = gradients(target, gc.op, None, gc.variant, backend)
+        plain = gradients(target, case.op, None, variant, backend)
         if isinstance(plain, str):
             not_applicable(f"torch.compile cannot run this sample without autocast either: {plain}")
-        raw = raw_call(target, lower, gc.op, inputs_of(target, ModeCase("compile", gc.op, gc.dtype, "lower")))
+        sample = target.spec.ops[case.op].samples[0]
+        raw = run_oracle(target, lower, case.op, materialize(sample, lower, target.device))
         reason = refusal(raw.error, raw)
         if reason is not None and one_line(raw.error).split(": ", 1)[-1][:200] in compiled:
-            not_applicable(f"{reason} (the compiled run computed in {gc.dtype})")
+            not_applicable(f"{reason} (the compiled run computed in {case.dtype_text})")
     return Observation(
-        Case("jit", target.device, gc.dtype, op=gc.op, entry=gc.op),
-        GRADIENTS,
-        f"compile (backend {backend}): gradients ({gc.variant}) differ from eager",
+        case,
+        MATCH_EAGER,
+        f"compile (backend {backend}): gradients ({variant.value}) differ from eager",
         "same gradients",
-        compare(eager, compiled, gc.variant),
-        reproduce=f"pytest conformance --backend {target.device} --mode compile -k '{gc.id}'",
+        compare(eager, compiled, variant),
+        reproduce=f"pytest conformance --backend {target.device} --mode compile -k '{case.id}'",
     )

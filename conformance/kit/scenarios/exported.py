@@ -16,7 +16,8 @@ from typing import Any
 
 import torch
 
-from ..run import Region
+from reference_impl.modes.run import Region
+
 from .core import Outputs, ScenarioOutcome, Setting, ac, mats, run_twice, scenario
 
 KINDS = (False, True)  # strict=False, then strict=True

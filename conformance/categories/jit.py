@@ -1,72 +1,54 @@
-"""The JIT/compiler scenarios: one small program per limitation in ``spec/jit.yaml``.
+"""jit: each limitation of TorchScript, trace, torch.compile and export in ``spec/jit.yaml``,
+reproduced by its scenario and checked against the entry.
 
 Cases: every limitation of the spec and every scenario, by id (a limitation without a
 scenario, or a scenario without a limitation, fails: never skips).
-Procedure: the scenario runs on CPU autocast (bfloat16), which every torch build has.
+Procedure: the scenario (:mod:`conformance.kit.scenarios`) runs on CPU autocast (bfloat16),
+which every torch build has; the compile scenarios with the run's ``--compile-backend``
+(default ``aot_eager``).
 Expectation: what it observes is what the entry says (``expect``, the error's message,
 the outputs that differ from eager autocast, a second call's outcome).
-
-The scenarios live in :mod:`.script`, :mod:`.trace`, :mod:`.compiled` and :mod:`.exported`
-(shared parts: :mod:`.core`); importing this package registers them all. The compile
-scenarios run with the run's ``--compile-backend`` (default ``aot_eager``). :func:`run` runs one with its
-spec entry, leaving the autocast state and the JIT pass setting as found, and checks that the scenario and the
-entry fit: the outputs match ``observes`` one to one, and an entry's ``observes`` is used
-by its scenario. ``conformance/test_jit_limitations.py`` compares the observation with
-the entry.
-
-Reproduce one: ``python -c "from conformance.modes import scenarios as s; print(s.run('ID'))"``
-(the bundled spec; ``run('ID', spec)`` for another, ``run('ID', backend='inductor')`` for another
-``torch.compile`` backend).
 """
 
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
+from typing import ClassVar
 
 from autocast_spec.model import JitLimitation, Spec
-from reference_impl.harness.state import autocast_state_kept, quiet
-from reference_impl.spectools.installed_spec import load_installed_spec
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND
 
-from ...kit.case import Case
-from ...kit.verdict import Observation
-from ...target import Target
-from ..run import DEFAULT_COMPILE_BACKEND
-from . import compiled, exported, script, trace
-from .core import DEVICE, SCENARIOS, ScenarioBug, ScenarioOutcome, Setting, eager_autocast
+from ..kit.case import Case
+from ..kit.category import Category
+from ..kit.scenarios import SCENARIOS, ScenarioBug, ScenarioOutcome, eager_autocast, run
+from ..kit.scenarios.core import DEVICE
+from ..kit.verdict import Observation
+from ..target import Target
 
-MODULES = (script, trace, compiled, exported)  # imported for their @scenario registrations
 LIMITATION = "jit.limitation"
-REPRODUCE = "python -c \"from conformance.modes import scenarios as s; print(s.run('{id}'{more}))\""
+REPRODUCE = "python -c \"from conformance.kit import scenarios as s; print(s.run('{id}'{more}))\""
 
 
-def scenario_ids() -> tuple[str, ...]:
-    return tuple(SCENARIOS)
+@dataclass(frozen=True)
+class Limitation:
+    """A limitation of ``spec/jit.yaml`` (or a scenario), by id."""
+
+    id: str
+    WHOLE_ID: ClassVar[bool] = True
+    ID: ClassVar[str] = "{id}"
 
 
-def run(
-    limitation_id: str, spec: Spec | None = None, backend: str = DEFAULT_COMPILE_BACKEND
-) -> ScenarioOutcome:
-    """Run one scenario with its entry of ``spec`` (default: the bundled spec) and ``backend``
-    for ``torch.compile``, leaving autocast state and the JIT pass setting as found. Raises
-    :class:`ScenarioBug` where the scenario and its entry do not fit together."""
-    spec = spec if spec is not None else load_installed_spec()
-    entry = next((lim for lim in spec.limitations if lim.id == limitation_id), None)
-    if entry is None:
-        raise ScenarioBug(f"spec/jit.yaml has no limitation {limitation_id!r}")
-    ctx = Setting(entry, spec, backend)
-    pass_before = torch._C._jit_set_autocast_mode(True)
-    torch._C._jit_set_autocast_mode(pass_before)
-    try:
-        with autocast_state_kept(DEVICE), quiet():
-            obs = SCENARIOS[limitation_id](ctx)
-    finally:
-        torch._C._jit_set_autocast_mode(pass_before)
-    if entry.observes and not ctx.used_observes:
-        raise ScenarioBug(
-            f"{entry.loc}: {entry.id} lists observes {list(entry.observes)}, but its scenario "
-            "reports no op outputs: remove them"
-        )
-    return obs
+def cases(target: Target) -> list[Case[Limitation]]:
+    return [Case("jit", DEVICE, params=Limitation(i)) for i in limitation_ids(target.spec)]
+
+
+CATEGORY = Category(
+    "jit",
+    __doc__,
+    checks=(LIMITATION,),
+    generators=(cases,),
+    mandatory_able=False,
+)
 
 
 def limitation_ids(spec: Spec) -> list[str]:
@@ -99,9 +81,10 @@ def mismatch(lim: JitLimitation, obs: ScenarioOutcome) -> list[str]:
     return out
 
 
-def limitation(target: Target, lim_id: str, backend: str = DEFAULT_COMPILE_BACKEND) -> Observation:
-    """The scenario of ``lim_id`` against its spec entry (compile scenarios: with ``backend``)."""
-    case = Case("jit", DEVICE)
+def limitation(target: Target, case: Case[Limitation]) -> Observation:
+    """The case's scenario against its spec entry (compile scenarios: with the run's backend)."""
+    assert case.params is not None
+    lim_id, backend = case.params.id, target.compile_backend
     entry = next((lim for lim in target.spec.limitations if lim.id == lim_id), None)
     more = "" if backend == DEFAULT_COMPILE_BACKEND else f", backend={backend!r}"
     reproduce = REPRODUCE.format(id=lim_id, more=more)
@@ -110,7 +93,7 @@ def limitation(target: Target, lim_id: str, backend: str = DEFAULT_COMPILE_BACKE
             case,
             LIMITATION,
             f"scenario {lim_id!r} has no entry in spec/jit.yaml: add one (id, summary, mode, "
-            "expect, observes, torch, source) or remove the scenario (conformance/modes/scenarios/)",
+            "expect, observes, torch, source) or remove the scenario (conformance/kit/scenarios/)",
             "an entry",
             "none",
             reproduce=reproduce,
@@ -120,7 +103,7 @@ def limitation(target: Target, lim_id: str, backend: str = DEFAULT_COMPILE_BACKE
             case,
             LIMITATION,
             f"{entry.loc}: limitation {lim_id!r} has no scenario: add @scenario({lim_id!r}) "
-            "to conformance/modes/scenarios/script.py, trace.py, compiled.py or exported.py",
+            "to conformance/kit/scenarios/script.py, trace.py, compiled.py or exported.py",
             "a scenario",
             "none",
             reproduce=reproduce,

@@ -1,7 +1,7 @@
-"""``--mode export``: every catalogued op exported with ``torch.export`` inside an autocast region.
+"""A batch of op calls exported with ``torch.export`` inside an autocast region, and run.
 
-One program per dtype and input kind holds every op (a batch, :mod:`.batch`), exported
-strictly (Dynamo) and non-strictly (Python tracing). Per op and export kind it records
+A batch's function (:mod:`.batch`) is exported strictly (Dynamo) or non-strictly (Python
+tracing). Per op of the batch, the runner records
 
 * whether the program keeps the region as the autocast higher-order op
   (``wrap_with_autocast``) with the region's arguments: each of the op's outputs is an
@@ -10,8 +10,8 @@ strictly (Dynamo) and non-strictly (Python tracing). Per op and export kind it r
 * what ``ep.run_decompositions()`` gives, and whether any HOP is left in it (the region
   becomes explicit casts: none may be).
 
-The passes (``ModeCase.config``): ``default`` judges ``ep.module()``, ``decomposed`` the
-decomposed program; both judge strict and non-strict export.
+The suite's ``modes`` category judges ``ep.module()`` in its default pass and the decomposed
+program in its ``decomposed`` pass, both for strict and non-strict export.
 """
 
 from __future__ import annotations
@@ -24,17 +24,10 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from reference_impl.engine.dtypes import dtype_of
-
-from ..kit.case import Case
-from ..kit.verdict import Observation
-from ..target import Target
-from .batch import Call, Runner, batch_outcomes
-from .ops import MATCHES_EAGER, ModeCase, batch_calls, eager_result, inputs_of, judge, reproduction
+from .batch import Runner
 from .run import Region
 
 KINDS: tuple[str, ...] = ("strict", "non-strict")
-DECOMPOSED = "decomposed"
 HOP_NAME = "wrap_with_autocast"
 
 
@@ -92,54 +85,3 @@ def export_runner(strict: bool, device: str, dtype: torch.dtype) -> Runner:
         return shares
 
     return run
-
-
-def share(target: Target, mc: ModeCase, kind: str) -> Any:
-    """The op's :class:`Exported` share of its batch exported as ``kind`` (or the error of the
-    smallest batch holding it that failed to export)."""
-    dtype = dtype_of(mc.dtype)
-    key = ("export", kind, target.device, mc.dtype, mc.inputs)
-    calls: Callable[[], Sequence[Call]] = lambda: batch_calls(target, mc, kind)  # noqa: E731
-    outcomes = batch_outcomes(
-        key, calls, target.device, dtype, export_runner(kind == "strict", target.device, dtype)
-    )
-    if mc.op in outcomes:
-        return outcomes[mc.op]
-    # an op that joined no batch (declared to fail export) is exported alone: a declaration
-    # that no longer holds must show
-    alone: Callable[[], Sequence[Call]] = lambda: [Call(mc.op, lambda: inputs_of(target, mc))]  # noqa: E731
-    runner = export_runner(kind == "strict", target.device, dtype)
-    return batch_outcomes((*key, mc.op), alone, target.device, dtype, runner)[mc.op]
-
-
-def matches_eager(target: Target, mc: ModeCase) -> list[Observation]:
-    """Per export kind: the region kept as the HOP (``default``) or gone (``decomposed``), then
-    the program's output dtypes and values against eager autocast."""
-    eager = eager_result(target, mc, KINDS[0])
-    if isinstance(eager, Observation):
-        return [eager]
-    seen = []
-    case = Case("jit", target.device, mc.dtype, op=mc.op, entry=mc.op)
-    for kind in KINDS:
-        got = share(target, mc, kind)
-        where = f"{kind} export" + (", run_decompositions()" if mc.config == DECOMPOSED else ", ep.module()")
-        if isinstance(got, Exported):
-            if mc.config == DECOMPOSED:
-                region = (
-                    "no HOP left",
-                    "no HOP left" if not got.hops_left else f"{got.hops_left} {HOP_NAME} left",
-                )
-            else:
-                region = ("ok", got.region)
-            seen.append(
-                Observation(
-                    case,
-                    MATCHES_EAGER,
-                    f"{where}: the autocast region as the {HOP_NAME} higher-order op",
-                    *region,
-                    reproduce=reproduction(target, mc, kind),
-                )
-            )
-            got = got.decomposed_out if mc.config == DECOMPOSED else got.module_out
-        seen.append(judge(target, mc, kind, eager, got, where))
-    return seen

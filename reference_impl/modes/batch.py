@@ -12,13 +12,15 @@ When the batch fails (an op Dynamo cannot trace, a lowering error), it is split 
 each half is compiled on its own, down to one graph per op: the op that fails alone carries
 the error as its observation, the others keep their results.
 
-A **pass** is how the compiler runs: its backend and its configuration (``default``, or
-``emulate_precision_casts``: inductor rounds where eager rounds; :data:`CONFIGS`).
+A **pass** is how a mode runs: its backend and its configuration (:class:`Config`: ``default``;
+inductor's ``emulate_precision_casts``, where it rounds where eager rounds; export's
+``decomposed``, the program after ``run_decompositions()``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import tempfile
 import time
@@ -28,13 +30,19 @@ from typing import Any
 
 import torch
 
-from reference_impl.harness.samples import Materialized
-
+from ..harness.samples import Materialized
 from .run import call_text, module_fn, parts, region_source
 
-DEFAULT_CONFIG = "default"
-EMULATE = "emulate_precision_casts"
-CONFIGS: tuple[str, ...] = (DEFAULT_CONFIG, EMULATE)
+
+class Config(enum.Enum):
+    """A mode's configuration in a pass."""
+
+    DEFAULT = "default"
+    EMULATE = "emulate_precision_casts"  # inductor rounds where eager rounds (an inductor config)
+    DECOMPOSED = "decomposed"  # export: the program after ep.run_decompositions()
+
+
+INDUCTOR_CONFIGS: tuple[Config, ...] = (Config.DEFAULT, Config.EMULATE)
 CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
 
@@ -43,17 +51,17 @@ class Pass:
     """How a compiled mode runs: the ``torch.compile`` backend and its configuration."""
 
     backend: str
-    config: str = DEFAULT_CONFIG
+    config: Config = Config.DEFAULT
 
     @contextlib.contextmanager
     def configured(self) -> Iterator[None]:
         """The compiler's configuration for this pass (read when a graph compiles)."""
-        if self.config == DEFAULT_CONFIG:
+        if self.config is not Config.EMULATE:
             yield
             return
         import torch._inductor.config as inductor_config  # here: costly to import (see run.py)
 
-        with inductor_config.patch({self.config: True}):
+        with inductor_config.patch({self.config.value: True}):
             yield
 
 

@@ -1,5 +1,5 @@
 """One op call run eagerly, through TorchScript, a trace, torch.compile, torch.export or an
-AOTInductor package (``--mode``).
+AOTInductor package: the execution modes (:class:`Mode`, the suite's ``--mode``).
 
 :func:`run_in_mode` wraps a single op call (an aten op name such as ``aten::mm`` or a
 public entry point such as ``torch.mm``, ``Tensor.mm`` or ``torch.nn.functional.linear``)
@@ -11,6 +11,7 @@ dtype, backend), so a test that calls the same op twice compiles once.
 from __future__ import annotations
 
 import contextlib
+import enum
 import importlib.util
 import itertools
 import os
@@ -23,12 +24,22 @@ from typing import Any
 
 import torch
 
-from reference_impl.engine.dtypes import dtype_name
-from reference_impl.engine.torch_registry import op_overload
-from reference_impl.harness.samples import resolve_entry_point
+from ..engine.dtypes import dtype_name
+from ..harness.samples import is_operator, resolve
 
-MODES: tuple[str, ...] = ("eager", "script", "trace", "compile", "export", "aoti")
-COMPILED_MODES: tuple[str, ...] = tuple(m for m in MODES if m != "eager")
+
+class Mode(enum.Enum):
+    """How a call runs."""
+
+    EAGER = "eager"
+    SCRIPT = "script"  # torch.jit.script
+    TRACE = "trace"  # torch.jit.trace
+    COMPILE = "compile"  # torch.compile, with a backend (aot_eager, inductor, a vendor's)
+    EXPORT = "export"  # torch.export, strict and non-strict: ep.module(), run_decompositions()
+    AOTI = "aoti"  # torch.export, then AOTInductor: a package compiled ahead of time, loaded back
+
+
+MODES: tuple[str, ...] = tuple(m.value for m in Mode)
 DEFAULT_COMPILE_BACKEND = "aot_eager"
 
 # ---------------------------------------------------------------------------
@@ -70,13 +81,6 @@ def _constant_key(value: Any) -> Any:
     return ("const", repr(value))
 
 
-def resolve_callable(target: str) -> Callable[..., Any]:
-    """``aten::mm`` / ``aten::add.Tensor`` -> the overload; ``torch.mm`` / ``Tensor.mm`` -> the function."""
-    if "::" in target:
-        return op_overload(target)
-    return resolve_entry_point(target)
-
-
 # ---------------------------------------------------------------------------
 # Building the per-mode callables (cached)
 # ---------------------------------------------------------------------------
@@ -93,7 +97,7 @@ def _autocast(device: str, dtype: torch.dtype) -> contextlib.AbstractContextMana
 def _python_fn(
     target: str, args: Sequence[Any], kwargs: Mapping[str, Any], device: str, dtype: torch.dtype
 ) -> Callable[..., Any]:
-    fn = resolve_callable(target)
+    fn = resolve(target)
 
     def call(*tensors: torch.Tensor) -> Any:
         with _autocast(device, dtype):
@@ -136,7 +140,7 @@ def _literal(value: Any) -> str:
 def call_text(target: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
     """One op call as source text, its tensors named ``t<index>`` (their :class:`Slot` indices)."""
     rendered = [_literal(a) for a in args] + [f"{k}={_literal(v)}" for k, v in kwargs.items()]
-    if "::" in target:
+    if is_operator(target):
         ns, rest = target.split("::", 1)
         callee = f"torch.ops.{ns}.{rest.split('.')[0]}"
     elif target.startswith("Tensor."):
@@ -194,7 +198,7 @@ def module_fn(source: str) -> Callable[..., Any]:
 
 
 def _build(
-    mode: str,
+    mode: Mode,
     target: str,
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
@@ -203,23 +207,21 @@ def _build(
     dtype: torch.dtype,
     backend: str,
 ) -> Callable[..., Any]:
-    if mode in ("script", "compile"):
+    if mode in (Mode.SCRIPT, Mode.COMPILE):
         # a generated module per call: TorchScript needs source, and Dynamo caches per code
         # object (shared closures would hit its recompile limit and silently run eagerly)
         fn = module_fn(script_source(target, args, kwargs, len(tensors), device, dtype))
-        if mode == "script":
+        if mode is Mode.SCRIPT:
             return torch.jit.script(fn)
         return torch.compile(fn, backend=backend, dynamic=False, fullgraph=True)
     py = _python_fn(target, args, kwargs, device, dtype)
-    if mode == "eager":
+    if mode is Mode.EAGER:
         return py
-    if mode == "export":  # non-strict (strict: test_modes' per-op checks); run: ep.module()
+    if mode is Mode.EXPORT:  # non-strict (strict: the modes category's batches); run: ep.module()
         return torch.export.export(Region(py), tuple(tensors), strict=False).module()
-    if mode == "aoti":
+    if mode is Mode.AOTI:
         return aoti_compiled(py, tensors)
-    if mode == "trace":
-        return torch.jit.trace(py, tuple(tensors), check_trace=False)
-    raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+    return torch.jit.trace(py, tuple(tensors), check_trace=False)
 
 
 def aoti_compiled(fn: Callable[..., Any], tensors: Sequence[torch.Tensor]) -> Callable[..., Any]:
@@ -249,7 +251,7 @@ def parts(
 
 
 def run_in_mode(
-    mode: str,
+    mode: Mode,
     target: str,
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None = None,
@@ -274,7 +276,7 @@ def run_in_mode(
         tuple((t.dtype, tuple(t.shape), t.requires_grad) for t in tensors),
         device,
         dtype,
-        backend if mode == "compile" else None,
+        backend if mode is Mode.COMPILE else None,
     )
     fn = _CACHE.get(key)
     if fn is None:
@@ -284,7 +286,7 @@ def run_in_mode(
 
 
 def fresh_in_mode(
-    mode: str,
+    mode: Mode,
     target: str,
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None = None,
