@@ -19,7 +19,6 @@ import torch
 
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.harness.state import restore_autocast, snapshot_autocast
-from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND
 
 from . import registry
 from .kit.case import Case, device_needed
@@ -199,9 +198,7 @@ def rerun_command(item: pytest.Item) -> str:
     flags += ["--policy-only" if opts.policy_only else ""]
     flags += [f"--implementation {opts.implementation}" if opts.implementation != "native" else ""]
     flags += [f"--mode {m}" for m in opts.modes]
-    flags += [
-        f"--compile-backend {opts.compile_backend}" if opts.compile_backend != DEFAULT_COMPILE_BACKEND else ""
-    ]
+    flags += [f"--compile-backend {b}" for b in opts.compile_backends]
     plugins = item.config.getoption("plugins") or []
     flags += [f"-p {p}" for p in plugins if not p.startswith("no:")]
     return " ".join(["python -m pytest", shlex.quote(item.nodeid), *(f for f in flags if f)])

@@ -4,7 +4,8 @@ It adds
 
 * ``--mode eager|script|trace|compile|export|aoti`` (repeatable; default ``eager``; ``aoti``
   stops the run with a usage error where AOTInductor or a C++ compiler is missing),
-* ``--compile-backend aot_eager|inductor|...`` (default ``aot_eager``: no C++ toolchain),
+* ``--compile-backend aot_eager|inductor|...`` (repeatable, each a pass of its own; default
+  ``aot_eager``: no C++ toolchain),
 * ``--compile-cache DIR`` (one inductor cache for the run, shared by its workers),
 * the distribution of a compiled run's batches over pytest-xdist workers, and
 * a terminal-summary line counting the declared divergences reported xfail.
@@ -42,8 +43,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--compile-backend",
-        default=DEFAULT_COMPILE_BACKEND,
-        help="torch.compile backend for --mode compile (default aot_eager; inductor needs a C++ compiler)",
+        action="append",
+        default=None,
+        help="torch.compile backend for --mode compile (repeatable: each backend is a pass of its own; "
+        f"default {DEFAULT_COMPILE_BACKEND}; inductor needs a C++ compiler)",
     )
     group.addoption(
         "--compile-cache",
@@ -105,8 +108,9 @@ def selected_modes(config: pytest.Config) -> tuple[str, ...]:
     return tuple(dict.fromkeys(chosen))
 
 
-def compile_backend(config: pytest.Config) -> str:
-    return str(config.getoption("--compile-backend", default=DEFAULT_COMPILE_BACKEND))
+def compile_backends(config: pytest.Config) -> tuple[str, ...]:
+    chosen = config.getoption("--compile-backend", default=None) or [DEFAULT_COMPILE_BACKEND]
+    return tuple(dict.fromkeys(chosen))
 
 
 def declared_counts(terminalreporter: Any) -> dict[str, int]:
@@ -142,7 +146,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             f"declarations this run did not observe: {len(unseen)} (DeclarationNotObserved warnings above)"
         )
     if "compile" in modes:
-        terminalreporter.write_line(f"torch.compile backend: {compile_backend(config)}")
+        terminalreporter.write_line(f"torch.compile backends: {', '.join(compile_backends(config))}")
     if {"compile", "aoti"} & set(modes) and TIMING.graphs:  # this process compiled (not xdist's controller)
         terminalreporter.write_line(
             f"compiled {TIMING.graphs} graphs in {TIMING.seconds:.1f} s (first calls, compile included)"

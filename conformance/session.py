@@ -14,7 +14,6 @@ import contextlib
 import pytest
 
 from reference_impl.kernels.reference_autocast import kernels_installed
-from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND
 
 from .errors import usage_error
 from .target import Options, Target, TargetError, resolve_target
@@ -36,7 +35,7 @@ def options_of(config: pytest.Config) -> Options:
         implementation=str(config.getoption("--implementation") or "native"),
         ops=tuple(config.getoption("--op") or ()),
         modes=tuple(config.getoption("--mode", default=None) or ()),
-        compile_backend=str(config.getoption("--compile-backend", default=None) or DEFAULT_COMPILE_BACKEND),
+        compile_backends=tuple(config.getoption("--compile-backend", default=None) or ()),
     )
 
 

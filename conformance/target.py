@@ -55,7 +55,7 @@ class Options:
     implementation: str = "native"
     ops: tuple[str, ...] = ()  # --op: only these ops' tests
     modes: tuple[str, ...] = ()  # --mode (repeatable; none: eager)
-    compile_backend: str = DEFAULT_COMPILE_BACKEND  # --compile-backend
+    compile_backends: tuple[str, ...] = ()  # --compile-backend (repeatable; none: aot_eager)
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,8 @@ class Target:
     # what the import of the vendor's module did to the environment its spec names (header)
     vendor_note: str = ""
     modes: tuple[Mode, ...] = (Mode.EAGER,)  # the execution modes the run goes through
-    compile_backend: str = DEFAULT_COMPILE_BACKEND  # torch.compile's backend under Mode.COMPILE
+    # torch.compile's backends under Mode.COMPILE, each a pass of its own
+    compile_backends: tuple[str, ...] = (DEFAULT_COMPILE_BACKEND,)
 
     @property
     def compiled_modes(self) -> tuple[Mode, ...]:
@@ -277,7 +278,7 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
         selected,
         vendor_note,
         modes,
-        opts.compile_backend,
+        tuple(dict.fromkeys(opts.compile_backends)) or (DEFAULT_COMPILE_BACKEND,),
     )
 
 

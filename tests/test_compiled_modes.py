@@ -129,7 +129,7 @@ def test_an_inductor_pass_that_drops_a_rounding_cast_fails_the_emulated_pass(tmp
     clean = run_suite("--backend", "cpu", "--dtype", "bfloat16", "-m", "mode_check", *args, *select)
     assert clean.returncode == 0 and "2 passed" in clean.stdout, summary(clean)
     p, got = planted_mode_checks(tmp_path, "planted_rounding", DROP_ROUNDING, *args, *select)
-    test = MODE_TEST.format("compile-emulate_precision_casts-aten::linalg_vecdot-bfloat16-{}")
+    test = MODE_TEST.format("compile-inductor-emulate_precision_casts-aten::linalg_vecdot-bfloat16-{}")
     assert got == {test.format("float32"): "failure", test.format("lower"): "passed"}, got
     assert "values differ (max abs error 0.0176, bound bitwise)" in p.stdout, summary(p)
     assert "other output dtypes" not in p.stdout, summary(p)  # the dtypes stay right

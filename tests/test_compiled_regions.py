@@ -40,8 +40,10 @@ def fake_target(spec: Spec, modes: tuple[Mode, ...] = (Mode.COMPILE,), **more: o
     return target
 
 
-def region_case(region: str, config: Config = Config.DEFAULT) -> Case[regions.Compiled]:
-    return Case("regions", "cpu", torch.bfloat16, params=regions.Compiled(region, config))
+def region_case(
+    region: str, config: Config = Config.DEFAULT, backend: str = "inductor"
+) -> Case[regions.Compiled]:
+    return Case("regions", "cpu", torch.bfloat16, params=regions.Compiled(region, backend, config))
 
 
 TEST = "conformance.test_modes::test_region_matches_eager[{}]"
@@ -71,9 +73,9 @@ def test_the_spec_declares_regions_that_exist(spec: Spec) -> None:
 
 def test_a_declaration_of_an_unknown_region_fails(spec: Spec) -> None:
     planted = replace(spec, value_divergences=(*spec.value_divergences, replace(DECL, region="nope")))
-    target = fake_target(planted, compile_backend="inductor")
+    target = fake_target(planted, compile_backends=("inductor",))
     cases = regions.cases(target)  # type: ignore[arg-type]
-    assert "compile-nope-bfloat16" in [c.id for c in cases]
+    assert "compile-inductor-nope-bfloat16" in [c.id for c in cases]
     obs = regions.matches_eager(target, region_case("nope"))  # type: ignore[arg-type]
     with pytest.raises(pytest.fail.Exception, match="declares region 'nope', which no program"):
         expect(target, obs)  # type: ignore[arg-type]
@@ -82,14 +84,14 @@ def test_a_declaration_of_an_unknown_region_fails(spec: Spec) -> None:
 def test_regions_follow_op_selection(spec: Spec) -> None:
     target = fake_target(
         spec,
-        compile_backend="aot_eager",
+        compile_backends=("aot_eager",),
         selected_ops=("aten::layer_norm",),
         selects=lambda op: op == "aten::layer_norm",
     )
     ids = {c.id for c in regions.cases(target)}  # type: ignore[arg-type]
     # the program selected by its op, and every program a declaration names
     assert ids == {f"compile-{r}-bfloat16" for r in {"layer-norm-linear"} | regions.declared_regions(spec)}
-    exported = fake_target(spec, (Mode.EXPORT,), compile_backend="inductor")
+    exported = fake_target(spec, (Mode.EXPORT,), compile_backends=("inductor",))
     assert not regions.cases(exported)  # type: ignore[arg-type]
 
 
@@ -120,7 +122,7 @@ def test_an_inductor_pass_that_drops_a_rounding_cast_fails_the_emulated_region(t
     options = (*COMPILE, "inductor")
     select = ("-m", "mode_check", "-k", "region_matches_eager and emulate and linear-plus")
     p, got = run_planted(tmp_path, "planted_rounding", DROP_ROUNDING, *options, *select)
-    test = TEST.format("compile-emulate_precision_casts-linear-plus-float32-residual-bfloat16")
+    test = TEST.format("compile-inductor-emulate_precision_casts-linear-plus-float32-residual-bfloat16")
     assert got == {test: "failure"}, (got, summary(p))
     assert "values differ" in p.stdout and "bound bitwise" in p.stdout, summary(p)
 
@@ -131,7 +133,7 @@ def test_a_region_beyond_its_declared_bound_fails(spec: Spec) -> None:
     rc = region_case("layer-norm-linear", Config.EMULATE)
 
     def verdict(s: Spec) -> str:
-        target = fake_target(s, compile_backend="inductor")
+        target = fake_target(s, compile_backends=("inductor",))
         try:
             expect(target, regions.matches_eager(target, rc))  # type: ignore[arg-type]
         except pytest.xfail.Exception as e:

@@ -18,7 +18,7 @@ from typing import ClassVar
 from autocast_spec.model import JitLimitation, Spec
 from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND
 
-from ..kit.case import Case
+from ..kit.case import Case, omitted
 from ..kit.category import Category
 from ..kit.scenarios import SCENARIOS, ScenarioBug, ScenarioOutcome, eager_autocast, run
 from ..kit.scenarios.core import DEVICE
@@ -31,15 +31,22 @@ REPRODUCE = "python -c \"from conformance.kit import scenarios as s; print(s.run
 
 @dataclass(frozen=True)
 class Limitation:
-    """A limitation of ``spec/jit.yaml`` (or a scenario), by id."""
+    """A limitation of ``spec/jit.yaml`` (or a scenario), by id; a torch.compile limitation per
+    ``--compile-backend``."""
 
     id: str
+    backend: str = omitted(DEFAULT_COMPILE_BACKEND)
     WHOLE_ID: ClassVar[bool] = True
-    ID: ClassVar[str] = "{id}"
+    ID: ClassVar[str] = "{id}{backend}"
 
 
 def cases(target: Target) -> list[Case[Limitation]]:
-    return [Case("jit", DEVICE, params=Limitation(i)) for i in limitation_ids(target.spec)]
+    compiled = {lim.id for lim in target.spec.limitations if lim.mode == "compile"}
+    return [
+        Case("jit", DEVICE, params=Limitation(i, backend))
+        for i in limitation_ids(target.spec)
+        for backend in (target.compile_backends if i in compiled else (DEFAULT_COMPILE_BACKEND,))
+    ]
 
 
 CATEGORY = Category(
@@ -84,7 +91,7 @@ def mismatch(lim: JitLimitation, obs: ScenarioOutcome) -> list[str]:
 def limitation(target: Target, case: Case[Limitation]) -> Observation:
     """The case's scenario against its spec entry (compile scenarios: with the run's backend)."""
     assert case.params is not None
-    lim_id, backend = case.params.id, target.compile_backend
+    lim_id, backend = case.params.id, case.params.backend
     entry = next((lim for lim in target.spec.limitations if lim.id == lim_id), None)
     more = "" if backend == DEFAULT_COMPILE_BACKEND else f", backend={backend!r}"
     reproduce = REPRODUCE.format(id=lim_id, more=more)

@@ -127,7 +127,7 @@ def escaping(target: Target, case: Case[Escaping]) -> Iterator[Observation]:
         not_applicable("--policy-only: script/trace/compile need the backend's kernels")
     p, dtype = case.params, case.dtype
     assert p is not None and dtype is not None
-    dev, backend = target.device, target.compile_backend
+    dev = target.device
     call = _raising_call(target, p.error)
     if call is None:
         yield Observation(
@@ -138,7 +138,7 @@ def escaping(target: Target, case: Case[Escaping]) -> Iterator[Observation]:
     runs = [
         (mode, b)
         for mode in target.modes
-        for b in (dict.fromkeys((backend, "eager")) if mode is Mode.COMPILE else (backend,))
+        for b in (dict.fromkeys((*target.compile_backends, "eager")) if mode is Mode.COMPILE else ("eager",))
     ]
     for mode, b in runs:
         with autocast_state_kept(dev):

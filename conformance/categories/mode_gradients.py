@@ -25,10 +25,10 @@ from autocast_spec.model import Policy
 from reference_impl.harness.compare import output_mismatch
 from reference_impl.harness.samples import call, first_tensor, materialize
 from reference_impl.harness.state import quiet
-from reference_impl.modes.run import Mode
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, Mode
 
 from ..kit.calls import run_oracle
-from ..kit.case import Case
+from ..kit.case import Case, omitted
 from ..kit.category import Category
 from ..kit.inputs import rebuilt
 from ..kit.refusal import kernel_gap, refusal
@@ -101,24 +101,30 @@ class Through:
     """Backward through the op compiled in a region (:class:`Variant`)."""
 
     variant: Variant
+    backend: str = omitted(DEFAULT_COMPILE_BACKEND)  # torch.compile's
     WHOLE_ID: ClassVar[bool] = True
-    ID: ClassVar[str] = "grad-{op}-{dtype}-{variant}"
+    ID: ClassVar[str] = "grad{backend}-{op}-{dtype}-{variant}"
 
 
 def cases(target: Target) -> list[Case[Through]]:
     if Mode.COMPILE not in target.modes:
         return []
-    out = []
-    for dtype in target.dtypes:
-        for op, entry in sorted(target.device_spec.ops.items()):
-            info = target.spec.op_info(op)
-            runs = info is not None and info.fake_kernel and not info.intercept_only and target.selects(op)
-            if entry.policy in GRAD_POLICIES and runs:
-                out += [
-                    Case("mode_gradients", target.device, dtype, op=op, entry=op, params=Through(v))
-                    for v in Variant
-                ]
-    return out
+    ops = [
+        op
+        for op, entry in sorted(target.device_spec.ops.items())
+        if entry.policy in GRAD_POLICIES
+        and (info := target.spec.op_info(op)) is not None
+        and info.fake_kernel
+        and not info.intercept_only
+        and target.selects(op)
+    ]
+    return [
+        Case("mode_gradients", target.device, dtype, op=op, entry=op, params=Through(v, backend))
+        for backend in target.compile_backends
+        for dtype in target.dtypes
+        for op in ops
+        for v in Variant
+    ]
 
 
 CATEGORY = Category(
@@ -135,7 +141,7 @@ def gradients_match(target: Target, case: Case[Through]) -> Observation:
     the region, and inside a nested autocast(enabled=False)."""
     lower, through = case.dtype, case.params
     assert lower is not None and through is not None
-    variant, backend = through.variant, target.compile_backend
+    variant, backend = through.variant, through.backend
     if target.policy_only:
         not_applicable("--policy-only: torch.compile needs the backend's kernels")
     gap = kernel_gap(target, case.op, lower)
@@ -160,5 +166,6 @@ def gradients_match(target: Target, case: Case[Through]) -> Observation:
         f"compile (backend {backend}): gradients ({variant.value}) differ from eager",
         "same gradients",
         compare(eager, compiled, variant),
-        reproduce=f"pytest conformance --backend {target.device} --mode compile -k '{case.id}'",
+        reproduce=f"pytest conformance --backend {target.device} --mode compile --compile-backend {backend} "
+        f"-k '{case.id}'",
     )

@@ -1,9 +1,10 @@
 """modes: every catalogued op of the backend in each selected execution mode against eager autocast.
 
-Cases (``--mode`` other than eager): per mode and pass of the mode (``compile`` with
-inductor: its default configuration and ``emulate_precision_casts``; ``export``: ``ep.module()``
-and the program after ``run_decompositions()``), dtype under test and listed op with samples,
-the first sample with float32 inputs and with inputs already in the autocast dtype.
+Cases (``--mode`` other than eager): per mode and pass of the mode (``compile``: each
+``--compile-backend``, and with inductor its default configuration and
+``emulate_precision_casts``; ``export``: ``ep.module()`` and the program after
+``run_decompositions()``), dtype under test and listed op with samples, the first sample with
+float32 inputs and with inputs already in the autocast dtype.
 
 Procedure: the call under ``torch.autocast`` eagerly and in the mode
 (:mod:`reference_impl.modes`). ``compile``, ``export`` and ``aoti`` run every op of one
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -59,13 +60,15 @@ INPUTS: tuple[MixEntry, ...] = (torch.float32, MixRole.LOWER)
 
 @dataclass(frozen=True)
 class InMode:
-    """The mode, its pass, and the op's input kind (float32, or the autocast dtype)."""
+    """The mode, its pass (torch.compile's backend, a configuration), and the op's input kind
+    (float32, or the autocast dtype)."""
 
     mode: Mode
+    backend: str = omitted(DEFAULT_COMPILE_BACKEND)  # torch.compile's (mode compile only)
     config: Config = omitted(Config.DEFAULT)
     inputs: MixEntry = torch.float32
     WHOLE_ID: ClassVar[bool] = True
-    ID: ClassVar[str] = "{mode}{config}-{op}-{dtype}-{inputs}"
+    ID: ClassVar[str] = "{mode}{backend}{config}-{op}-{dtype}-{inputs}"
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -80,11 +83,18 @@ def passes(mode: Mode, backend: str) -> tuple[Config, ...]:
     return INDUCTOR_CONFIGS if mode is Mode.COMPILE and backend == "inductor" else (Config.DEFAULT,)
 
 
+def mode_passes(target: Target) -> Iterator[tuple[Mode, str, Config]]:
+    """Every pass of the run's modes other than eager: (mode, torch.compile's backend, config)."""
+    for mode in target.compiled_modes:
+        for backend in target.compile_backends if mode is Mode.COMPILE else (DEFAULT_COMPILE_BACKEND,):
+            for config in passes(mode, backend):
+                yield mode, backend, config
+
+
 def cases(target: Target) -> list[Case[InMode]]:
     return [
-        Case("modes", target.device, dtype, op=op, entry=op, params=InMode(mode, config, inputs))
-        for mode in target.compiled_modes
-        for config in passes(mode, target.compile_backend)
+        Case("modes", target.device, dtype, op=op, entry=op, params=InMode(mode, backend, config, inputs))
+        for mode, backend, config in mode_passes(target)
         for dtype in target.dtypes
         for op in sorted(target.device_spec.ops)
         if target.spec.op_info(op) is not None and target.selects(op)
@@ -128,15 +138,15 @@ def inputs_of(target: Target, case: Case[InMode]) -> Materialized:
     return materialize(info.samples[0], resolve_mix((p.inputs,), lower)[0], target.device)
 
 
-def backend_of(target: Target, mode: Mode) -> str:
-    """The compiler a run in ``mode`` names in the declarations (export: its kinds')."""
-    return {Mode.COMPILE: target.compile_backend, Mode.AOTI: AOTI_BACKEND}.get(mode, DEFAULT_COMPILE_BACKEND)
+def backend_of(p: InMode) -> str:
+    """The compiler the case's run names in the declarations (export: its kinds')."""
+    return {Mode.COMPILE: p.backend, Mode.AOTI: AOTI_BACKEND}.get(p.mode, DEFAULT_COMPILE_BACKEND)
 
 
 def run_alone(target: Target, case: Case[InMode], mode: Mode) -> Any:
     """The op's call alone in ``mode`` (its result, or its error)."""
     p, lower = params(case)
-    m, backend = inputs_of(target, case), backend_of(target, mode)
+    m, backend = inputs_of(target, case), backend_of(p)
     try:
         if mode is Mode.COMPILE:  # a graph of its own, built under the pass's configuration
             how = Pass(backend, p.config)
@@ -220,7 +230,7 @@ def eager_result(target: Target, case: Case[InMode]) -> Any:
                 "cast inputs runs: eager autocast itself fails",
                 "eager runs",
                 one_line(eager),
-                reproduce=reproduction(target, case, backend_of(target, p.mode)),
+                reproduce=reproduction(target, case, backend_of(p)),
             )
     return eager
 
@@ -287,7 +297,7 @@ def matches_eager(target: Target, case: Case[InMode]) -> list[Observation]:
     p, lower = params(case)
     if p.mode is Mode.EXPORT:
         return exported(target, case, eager)
-    backend = backend_of(target, p.mode)
+    backend = backend_of(p)
     run = Run(p.mode, backend, p.config, lower, case.op, p.inputs)
     if p.mode is Mode.AOTI:
         where = "aoti (non-strict export, AOTInductor package)"

@@ -38,7 +38,7 @@ from reference_impl.engine.dtypes import dtype_name
 from reference_impl.engine.torch_registry import overload_name
 from reference_impl.harness.samples import output_tensors
 from reference_impl.modes.batch import Config, Pass
-from reference_impl.modes.run import Mode
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, Mode
 
 from ..kit.case import Case, omitted
 from ..kit.category import Category
@@ -164,9 +164,10 @@ class Compiled:
     """A region program compiled in one pass."""
 
     region: str
+    backend: str = omitted(DEFAULT_COMPILE_BACKEND)  # torch.compile's
     config: Config = omitted(Config.DEFAULT)
     WHOLE_ID: ClassVar[bool] = True
-    ID: ClassVar[str] = "compile{config}-{region}-{dtype}"
+    ID: ClassVar[str] = "compile{backend}{config}-{region}-{dtype}"
 
 
 def declared_regions(spec: Spec) -> set[str]:
@@ -183,10 +184,11 @@ def cases(target: Target) -> list[Case[Compiled]]:
         if not target.selected_ops or any(target.selects(op) for op in program_ops(p, target.spec))
     }
     return [
-        Case("regions", target.device, dtype, params=Compiled(region, config))
+        Case("regions", target.device, dtype, params=Compiled(region, backend, config))
+        for backend in target.compile_backends
         for region in sorted(chosen | declared_regions(target.spec))
         for dtype in target.dtypes
-        for config in passes(Mode.COMPILE, target.compile_backend)
+        for config in passes(Mode.COMPILE, backend)
     ]
 
 
@@ -207,9 +209,10 @@ def outcome_label(result: Any) -> str:
 
 
 def reproduction(target: Target, case: Case[Compiled]) -> str:
+    backend = case.params.backend if case.params else DEFAULT_COMPILE_BACKEND
     return (
         f"pytest conformance --backend {target.device} --dtype {case.dtype_text} --mode compile "
-        f"--compile-backend {target.compile_backend} -m mode_check -k 'region_matches_eager and {case.id}'"
+        f"--compile-backend {backend} -m mode_check -k 'region_matches_eager and {case.id}'"
     )
 
 
@@ -217,7 +220,7 @@ def matches_eager(target: Target, case: Case[Compiled]) -> Observation:
     """The program compiled under the case's pass against eager autocast: dtypes, then values."""
     rc, dtype = case.params, case.dtype
     assert rc is not None and dtype is not None
-    backend = target.compile_backend
+    backend = rc.backend
     program = PROGRAMS.get(rc.region)
     shown = replace(
         case, op=f"region {rc.region}", entry=f"{__name__}.{program.fn.__name__}" if program else ""
