@@ -142,12 +142,12 @@ def test_what_comes_back_from_a_lent_machine(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_reduced_dry_run_cuts_one_step_and_verifies_the_next(tmp_path: Path) -> None:
-    """eager gets a share that no certification fits in (cut at its limit, whatever the load);
+    """eager gets a share (40 s) that no certification fits in (cut at its limit, whatever the load);
     export gets time enough to complete, and its bundle must verify with no reason but the
     policy-only one. A few minutes on 2 shared cores."""
     out = tmp_path / "out"
     p = run_script(
-        "--dry-run", "--steps", "eager,export", "--budget", "eager=30", "--budget", "export=900",
+        "--dry-run", "--steps", "eager,export", "--budget", "eager=40", "--budget", "export=900",
         "--out", str(out), timeout=1200,
     )  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
