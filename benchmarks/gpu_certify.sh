@@ -63,8 +63,9 @@ WRAP_UP=20   # from the interrupt to the bundle written (xdist gives its workers
 FINAL=25     # the last step's verify-bundle, the archives, the summary
 WORKERS=12
 # The dry run: policy-only on the 2 shared CPU cores of the project's machine, where one
-# certification of the suite takes 60 to 90 s, more than a step's share here: the steps are cut,
-# which is what the dry run shows (the budgets, the cut, the bundles, the archives, the summary).
+# certification (--dtype all) took 88 to 130 s (load average 6 to 8), more than a step's share
+# here: the steps are cut, which is what the dry run shows (the budgets, the cut, the bundles,
+# the archives, the summary).
 # One worker: a step starts sooner (each xdist worker collects the whole suite again). The
 # wrap-up outlasts the 10 s xdist gives a worker that is still starting, so that a step cut
 # then still writes its bundle.

@@ -206,6 +206,8 @@ def step_summary(work: Path, out: Path, step: str, dry_run: bool) -> dict[str, A
         verify["rc"] = int((d / "verify.rc").read_text().strip() or -1)
         verdicts = [ln for ln in text.splitlines() if ln.startswith("verdict:")]
         verify["verdict"] = verdicts[0] if verdicts else text.strip()[-300:]
+        if verify["rc"] in (124, 137):  # timeout's
+            verify["verdict"] = "stopped: it had not finished by the end of the run's schedule"
         for reason in verify_reasons(text):
             why_ok = explained(reason, status, results, meta, dry_run)
             verify["reasons"].append({"reason": reason, "explained_by": why_ok or None})
