@@ -26,8 +26,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conformance.certify import bundle as B
-from conformance.certify.expectations import FAILING, STATUSES
+try:
+    from conformance.certify import bundle as B
+    from conformance.certify.expectations import FAILING, STATUSES
+except ImportError as missing:  # a lent machine without the wheels: say what to do, no traceback
+    sys.stderr.write(
+        f"gpu_certify: error: the suite does not import here ({missing}); fetch the wheels first "
+        "(benchmarks/gpu_certify.sh --fetch-wheels) and bring .whl along with the working tree\n"
+    )
+    raise SystemExit(2) from None
 
 # What a lent machine sends back from OUT.
 MAX_FILES = 8
@@ -68,7 +75,7 @@ def probe(path: Path, dry_run: bool) -> None:
                 f"the suite's dependency {name} does not import ({e}); fetch the wheels first "
                 "(benchmarks/gpu_certify.sh --fetch-wheels) and bring .whl along with the working tree"
             )
-    import torch
+    import torch  # here: the summary, run after each step, needs no torch (2-3 s to import)
 
     info: dict[str, Any] = {
         "torch": torch.__version__,
