@@ -24,16 +24,14 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+FETCH_HINT = "fetch the wheels first (benchmarks/gpu_certify.sh --fetch-wheels) and bring .whl along"
 try:
     from conformance.certify import bundle as B
     from conformance.certify.expectations import FAILING, STATUSES
 except ImportError as missing:  # a lent machine without the wheels: say what to do, no traceback
-    sys.stderr.write(
-        f"gpu_certify: error: the suite does not import here ({missing}); fetch the wheels first "
-        "(benchmarks/gpu_certify.sh --fetch-wheels) and bring .whl along with the working tree\n"
-    )
+    sys.stderr.write(f"gpu_certify: error: the suite does not import here ({missing}); {FETCH_HINT}\n")
     raise SystemExit(2) from None
 
 # What a lent machine sends back from OUT.
@@ -42,8 +40,6 @@ MAX_FILE_BYTES = 16 << 20
 MAX_TOTAL_BYTES = 64 << 20
 SENDABLE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 LISTED = 40  # not-passing tests listed per step in summary.md (all are in the step's archive)
-# The suite's dependencies that must import on the GPU machine (the wheels carry what it lacks).
-SUITE_MODULES = ("yaml", "jsonschema", "packaging", "hypothesis", "numpy", "xdist", "pytest_timeout")
 # verify-bundle's reasons (conformance/certify/verdict.py) that a cut explains: the tests it left
 # without a result.
 CUT_REASONS = (
@@ -57,7 +53,7 @@ CORE_NOT_PASSED = re.compile(r"^\d+ mandatory-core test\(s\) did not pass ")
 NO_GPU_SKIP = "does not enable on this machine"
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     sys.stderr.write(f"gpu_certify: error: {message}\n")
     raise SystemExit(2)
 
@@ -67,14 +63,10 @@ def fail(message: str) -> None:
 
 def probe(path: Path, dry_run: bool) -> None:
     """Write what the summary names (torch build, device); exit 2 where the run cannot start."""
-    for name in SUITE_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            fail(
-                f"the suite's dependency {name} does not import ({e}); fetch the wheels first "
-                "(benchmarks/gpu_certify.sh --fetch-wheels) and bring .whl along with the working tree"
-            )
+    try:  # the plugin and all it loads: torch, pytest-xdist, pytest-timeout, hypothesis, ...
+        importlib.import_module("conformance.plugin")
+    except ImportError as e:
+        fail(f"the suite does not import here ({e}); {FETCH_HINT}")
     import torch  # here: the summary, run after each step, needs no torch (2-3 s to import)
 
     info: dict[str, Any] = {
@@ -101,10 +93,6 @@ def probe(path: Path, dry_run: bool) -> None:
             r = subprocess.run(q, capture_output=True, text=True, timeout=30)
             if r.returncode == 0 and r.stdout.strip():
                 info["driver"] = r.stdout.strip().splitlines()[0]
-    try:
-        importlib.import_module("conformance.plugin")
-    except Exception as e:
-        fail(f"the suite does not import here: {type(e).__name__}: {e}")
     path.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     print(f"torch {info['torch']} (CUDA {info['torch_cuda']}), Python {info['python']}: {info['device']}")
 
@@ -221,6 +209,8 @@ def step_summary(work: Path, out: Path, step: str, dry_run: bool) -> dict[str, A
             if not why_ok:
                 verify["unexplained"].append(reason)
     archive = out / f"{step}.tar.gz"
+    log = d / "certify.log"
+    tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-6:] if log.is_file() else []
     return {
         "step": step,
         "status": status,
@@ -242,6 +232,7 @@ def step_summary(work: Path, out: Path, step: str, dry_run: bool) -> dict[str, A
             {k: r.get(k) for k in ("id", "status", "note")} for r in results if r.get("status") in FAILING
         ],
         "verify": verify,
+        "log_tail": tail if status == "error" else [],
         "archive": archive.name if archive.is_file() else None,
         "archive_bytes": archive.stat().st_size if archive.is_file() else None,
     }
@@ -320,6 +311,8 @@ def render(probe_info: dict[str, Any], steps: list[dict[str, Any]], found: list[
             f"wall {s['wall_s']} s; {s['results']} of {s['tests'] or '(not collected)'} tests have a result"
             + (f", {len(s['not_passing'])} not passing:" if s["not_passing"] else "")
         )
+        if s["log_tail"]:
+            lines += ["- the end of its pytest output:", "", "```", *s["log_tail"], "```", ""]
         bad = s["not_passing"]
         lines += [f"  - `{r['id']}`: {r['status']} ({str(r['note'])[:300]})" for r in bad[:LISTED]]
         if len(bad) > LISTED:
