@@ -9,10 +9,14 @@ import os
 import subprocess
 import sys
 import tarfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conformance.certify import bundle as B
+from conformance.certify.verdict import check_ids, results_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "gpu_certify.sh"
@@ -75,20 +79,24 @@ def test_wheels_one_version_each_for_the_gpu_machines_python(tmp_path: Path) -> 
         report.wheels(tmp_path)
 
 
-CUT = "5039 test(s) collected at certification have no result (e.g. conformance/test_x.py::t)"
-CORE = "36 mandatory-core test(s) did not pass (e.g. conformance/test_context.py::t[cuda-float16]: skip)"
 META = {"mandatory_core": ["context", "threads"]}
 NO_GPU = "skipped by the suite: autocast('cuda') does not enable on this machine (CUDA is not available)"
 
 
 def test_what_explains_a_verify_bundle_reason() -> None:
-    core_skips = [{"category": "context", "status": "skip", "note": NO_GPU}]
-    assert report.explained(CUT, "cut", [], META, dry_run=False) == "the cut"
-    assert report.explained(CUT, "complete", [], META, dry_run=True) == ""
-    assert "policy-only" in report.explained(CORE, "complete", core_skips, META, dry_run=True)
-    assert report.explained(CORE, "complete", core_skips, META, dry_run=False) == ""  # on a GPU: a finding
+    """The reasons as conformance/certify/verdict.py words them (verify-bundle prints them)."""
+    skipped = B.TestResult("conformance/test_context.py::t[cuda-float16]", "skip", "context", note=NO_GPU)
+    core_skips = [asdict(skipped)]
+    (core,) = results_verdict([skipped], META["mandatory_core"]).reasons
+    cut_reasons = [*check_ids([], ["t1", "t2"], ["t1", "t2"]), *results_verdict([], ["context"]).reasons]
+    cut_reasons.append("1325 mandatory-core test(s) missing (e.g. t1)")  # as conformance/certify/verify.py
+    for reason in cut_reasons:
+        assert report.explained(reason, "cut", [], META, dry_run=False) == "the cut", reason
+        assert report.explained(reason, "complete", [], META, dry_run=True) == "", reason
+    assert "policy-only" in report.explained(core, "complete", core_skips, META, dry_run=True)
+    assert report.explained(core, "complete", core_skips, META, dry_run=False) == ""  # on a GPU: a finding
     other = [*core_skips, {"category": "threads", "status": "skip", "note": "some other reason"}]
-    assert report.explained(CORE, "complete", other, META, dry_run=True) == ""
+    assert report.explained(core, "complete", other, META, dry_run=True) == ""
     hashes = "results.json: sha256 does not match manifest.json (the file was changed)"
     assert report.explained(hashes, "cut", core_skips, META, dry_run=True) == ""
 
