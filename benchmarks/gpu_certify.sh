@@ -3,7 +3,7 @@
 #
 #   benchmarks/gpu_certify.sh --fetch-wheels     here, once: the wheels the GPU machine lacks, into .whl/
 #   benchmarks/gpu_certify.sh [--out DIR]        on the GPU machine (DIR defaults to $OUT): about 9 minutes
-#   benchmarks/gpu_certify.sh --dry-run          here, on the CPU: the same steps, policy-only, under 3 minutes
+#   benchmarks/gpu_certify.sh --dry-run          here, on the CPU: the same steps, policy-only, within 172 s
 #
 # Steps, in order of value, each a certification (`pytest --certify`: every test in an xdist worker
 # with a per-test timeout, so a segfault is a `crash` and a hang a `timeout`, never the run's end)
@@ -24,8 +24,9 @@
 #   summary.md, summary.json   per step: status, counts, wall time, verdict; torch build, device name
 #   gpu_certify.log            this script's own log
 #   <step>.tar.gz              the step's bundle, its pytest output and verify-bundle's output
-# Exit status: 0 when every step completed and its bundle verified (in a dry run: when every step's
-# bundle was written and verify-bundle found nothing but what a policy-only run here and the cuts
+# Exit status: 0 when every step completed and its bundle is conformant (in a dry run: when every
+# step got as far as pytest accepting its options, at least one bundle was written, and in every
+# bundle written verify-bundle found nothing but what policy-only without a GPU and the cut
 # explain); 1 otherwise, with the reasons in summary.md; 2 for a bad option or a missing
 # requirement, with what to do.
 #
