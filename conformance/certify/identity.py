@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -39,6 +39,7 @@ class CollectedTest:
     policy: str | None = None
     op: str | None = None
     dtype: str | None = None
+    mode: str = "eager"  # the execution mode it checks (test_modes.py's cases name theirs)
 
 
 def suite_root() -> Path:
@@ -88,15 +89,22 @@ def stable_id(item: pytest.Item) -> str:
     return f"{SUITE_PACKAGE}/{rel.as_posix()}{sep}{rest}"
 
 
+def case_mode(params: Iterable[Any]) -> str:
+    """The execution mode a test checks: the ``mode`` of its case parameter (test_modes.py's
+    ModeCase, RegionCase, GradCase), ``eager`` for every other test."""
+    return next((v.mode for v in params if isinstance(getattr(v, "mode", None), str)), "eager")
+
+
 def collected_test(item: pytest.Item) -> CollectedTest:
-    """Category, policy, op and dtype of a test: from its Case parameter, else its markers."""
+    """Category, policy, op and dtype of a test: from its Case parameter, else its markers; its mode."""
     case = None
     callspec = getattr(item, "callspec", None)
-    if callspec is not None:
-        for v in callspec.params.values():
-            if all(hasattr(v, a) for a in ("category", "policy", "op", "dtype")):
-                case = v
-                break
+    params = list(callspec.params.values()) if callspec is not None else []
+    for v in params:
+        if all(hasattr(v, a) for a in ("category", "policy", "op", "dtype")):
+            case = v
+            break
+    mode = case_mode(params)
     names = [m.name for m in item.iter_markers()]
     policy = next((n for n in names if n in {p.value for p in Policy}), None)
     categories = category_names()
@@ -111,8 +119,9 @@ def collected_test(item: pytest.Item) -> CollectedTest:
             case.policy or policy,
             case.op or None,
             case.dtype or None,
+            mode,
         )
-    return CollectedTest(stable_id(item), category, policy)
+    return CollectedTest(stable_id(item), category, policy, mode=mode)
 
 
 def plugin_modules(args: Sequence[str]) -> list[str]:

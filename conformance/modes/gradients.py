@@ -90,6 +90,7 @@ class GradCase:
     op: str
     dtype: str
     variant: str  # one of VARIANTS
+    mode = "compile"  # the mode a certification groups it under: gradients through torch.compile
 
     @property
     def id(self) -> str:

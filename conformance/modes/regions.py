@@ -162,11 +162,12 @@ class RegionCase:
     region: str
     dtype: str
     config: str  # the pass (batch.CONFIGS)
+    mode = "compile"  # the mode a certification groups it under: regions are compiled only
 
     @property
     def id(self) -> str:
         pass_ = "" if self.config == DEFAULT_CONFIG else f"-{self.config}"
-        return f"compile{pass_}-{self.region}-{self.dtype}"
+        return f"{self.mode}{pass_}-{self.region}-{self.dtype}"
 
 
 def declared_regions(spec: Spec) -> set[str]:
