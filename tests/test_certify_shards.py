@@ -1,20 +1,29 @@
-"""Certification at scale: ``--certify-shard K/N`` and verdicts per mode.
+"""Certification at scale: ``--certify-shard K/N``, ``autocast-spec merge-bundles``, verdicts per mode.
 
 The assignment and the cost table are tested as pure functions; the real suite's compiled
 batches and modes from its collection (``--certify-list``). A synthetic suite is certified
-unsharded and in two shards, as separate processes: each shard runs its part and is no
-certificate.
+unsharded and in two shards (and one shard again with another option), as separate
+processes; the merged bundle must verify as the unsharded one does, and merge-bundles must
+refuse (exit 2) a missing shard, an overlapping one, one run with other options and one of
+another torch build. The real suite's sharded runs are measured in
+``benchmarks/bench_certify_shards.py``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.certify_helpers import (
     REPO,
     Run,
+    certification,
     finish,
     pytest_cmd,
     results,
@@ -37,6 +46,7 @@ from conformance.certify.shard import (
 )
 from conformance.certify.verdict import mode_verdicts
 from conformance.certify.workers import START_MARK
+from conformance.cli import main as cli_main
 from conformance.modes.ops import batch_scope
 
 # ---------------------------------------------------------------------------
@@ -217,6 +227,31 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, R
     return d, runs
 
 
+def merge_bundles(d: Path, *args: str) -> Run:
+    """``autocast-spec merge-bundles ARGS`` in ``d``, in this process (the command's own main)."""
+    out, err = io.StringIO(), io.StringIO()
+    cwd = Path.cwd()
+    try:
+        os.chdir(d)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli_main(["merge-bundles", *args])
+    finally:
+        os.chdir(cwd)
+    return Run(["autocast-spec", "merge-bundles", *args], d, rc, out.getvalue() + err.getvalue())
+
+
+def doctored(d: Path, name: str, edit: Any, manifest: bool = True) -> str:
+    """A copy of a shard with environment.json edited (and its manifest rewritten)."""
+    copy = d / f"{name}-doctored-{len(list(d.glob(name + '-doctored-*')))}"
+    shutil.copytree(d / name, copy)
+    env = json.loads((copy / B.ENVIRONMENT).read_text())
+    edit(env)
+    (copy / B.ENVIRONMENT).write_text(json.dumps(env))
+    if manifest:
+        B.write_manifest(copy)
+    return copy.name
+
+
 def test_each_shard_runs_its_part_and_is_no_certificate(sharded: tuple[Path, dict[str, Run]]) -> None:
     d, runs = sharded
     one, two, full = (set(results(d / n)) for n in ("s1", "s2", "full"))
@@ -232,6 +267,84 @@ def test_each_shard_runs_its_part_and_is_no_certificate(sharded: tuple[Path, dic
     assert v.rc == 1 and "this is shard 1 of 2 of a run (--certify-shard), not a certificate" in v.out, (
         v.repro()
     )
+
+
+@pytest.mark.slow
+def test_merged_shards_verify_equal_to_the_unsharded_run(sharded: tuple[Path, dict[str, Run]]) -> None:
+    d = sharded[0]
+    m = merge_bundles(d, "merged", "s2", "s1")
+    assert m.rc == 0 and "merged 2 shards into merged: 10 tests" in m.out, m.repro()
+    merged, full = verify(d / "merged", d), verify(d / "full", d)
+    assert merged.rc == full.rc == 1, (merged.repro(), full.repro())
+    strip = lambda out: [ln.replace("merged", "X").replace("full", "X") for ln in out.splitlines()]  # noqa: E731
+    assert strip(merged.out) == strip(full.out), (merged.out, full.out)
+    assert "mode eager: NOT conformant: not passing: 1 fail" in merged.out, merged.out
+    assert {i: r["status"] for i, r in results(d / "merged").items()} == {
+        i: r["status"] for i, r in results(d / "full").items()
+    }
+    assert list(results(d / "merged")) == list(results(d / "full")), "collection order"
+    a, b = certification(d / "merged"), certification(d / "full")
+    for key in ("counts", "verdict", "mode_verdicts", "tests", "options", "spec_hash"):
+        assert a[key] == b[key], key
+    assert [s["index"] for s in a["merged_from"]] == [1, 2] and "shard" not in a
+
+
+def test_merge_refuses_a_missing_shard(sharded: tuple[Path, dict[str, Run]]) -> None:
+    d = sharded[0]
+    m = merge_bundles(d, "out-missing", "s1")
+    assert m.rc == 2 and "shard(s) 2/2 missing: give every shard" in m.out, m.repro()
+    assert "test(s) of the full run are in no shard given" in m.out and not (d / "out-missing").exists()
+
+
+def test_merge_refuses_an_overlapping_shard(sharded: tuple[Path, dict[str, Run]]) -> None:
+    d = sharded[0]
+    shutil.copytree(d / "s1", d / "s1-again")
+    m = merge_bundles(d, "out-overlap", "s1", "s2", "s1-again")
+    assert m.rc == 2 and "are both shard 1/2: give each shard once" in m.out, m.repro()
+    assert "overlap: both hold test_syn.py::test_" in m.out, m.repro()
+
+
+def test_merge_refuses_a_shard_run_with_other_options(sharded: tuple[Path, dict[str, Run]]) -> None:
+    d = sharded[0]
+    m = merge_bundles(d, "out-options", "s1", "s2-other")
+    assert m.rc == 2 and "differ in options.test_timeout_s: 300.0 vs 77.0" in m.out, m.repro()
+
+
+def test_merge_refuses_another_torch_build_but_not_another_host(sharded: tuple[Path, dict[str, Run]]) -> None:
+    d = sharded[0]
+
+    def other_build(env: dict[str, Any]) -> None:
+        env["torch"]["git_version"] = "0123456789abcdef"
+
+    def other_host(env: dict[str, Any]) -> None:
+        env["host_cpu"] = {"model": "another CPU", "isa_flags": ["avx2"], "torch_cpu_capability": "AVX2"}
+        config = env["torch"]["build_config"].splitlines()
+        env["torch"]["build_config"] = "\n".join(
+            "  - CPU capability usage: AVX2" if "CPU capability usage" in ln else ln for ln in config
+        )
+
+    m = merge_bundles(d, "out-build", "s1", doctored(d, "s2", other_build))
+    assert m.rc == 2 and "differ in torch build.git_version:" in m.out, m.repro()
+    m = merge_bundles(d, "out-tampered", "s1", doctored(d, "s2", other_build, manifest=False))
+    assert m.rc == 2 and "changed after certification" in m.out, m.repro()
+    m = merge_bundles(d, "out-host", "s1", doctored(d, "s2", other_host))
+    assert m.rc == 0, m.repro()
+    env = json.loads((d / "out-host" / B.ENVIRONMENT).read_text())
+    assert [s["host_cpu"]["model"] for s in env["shards"]][1] == "another CPU", "each shard's host is kept"
+
+
+def test_merge_never_overwrites_out_unasked(sharded: tuple[Path, dict[str, Run]]) -> None:
+    d = sharded[0]
+    out = d / "out-taken"
+    out.mkdir()
+    write(out / "mine.txt", "a user's file")
+    m = merge_bundles(d, "out-taken", "s1", "s2")
+    assert m.rc == 2 and "the directory is not empty" in m.out and "--overwrite" in m.out, m.repro()
+    assert (out / "mine.txt").read_text() == "a user's file"
+    m = merge_bundles(d, "s1", "s1", "s2", "--overwrite")
+    assert m.rc == 2 and "OUT must lie outside every shard" in m.out, m.repro()
+    m = merge_bundles(d, "out-taken", "s1", "s2", "--overwrite")
+    assert m.rc == 0 and not (out / "mine.txt").exists(), m.repro()
 
 
 def test_bad_shard_options_stop_the_run_with_exit_2(sharded: tuple[Path, dict[str, Run]]) -> None:
