@@ -12,6 +12,7 @@ another torch build. The real suite's sharded runs are measured in
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import io
 import json
 import os
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from helpers.certify_helpers import (
     REPO,
     Run,
@@ -366,3 +368,25 @@ def test_bad_shard_options_stop_the_run_with_exit_2(sharded: tuple[Path, dict[st
     for args, proc in procs.items():
         r = finish(proc, d)
         assert r.rc == 2 and cases[args] in r.out, r.repro()
+
+
+def test_the_ci_example_certifies_every_shard_and_merges_what_it_uploaded() -> None:
+    """examples/ci/certify.yml: SHARDS matches the matrix, each job certifies its own shard and
+    uploads it under a name the merge job's download pattern matches, per torch release."""
+    wf = yaml.safe_load((REPO / "examples" / "ci" / "certify.yml").read_text())
+    certify, merge = wf["jobs"]["certify"], wf["jobs"]["merge"]
+    matrix = certify["strategy"]["matrix"]
+    assert matrix["shard"] == list(range(1, int(wf["env"]["SHARDS"]) + 1)), matrix
+    assert merge["strategy"]["matrix"]["torch"] == matrix["torch"] and merge["needs"] == "certify"
+    run = next(s["run"] for s in certify["steps"] if "--certify-shard" in s.get("run", ""))
+    assert '--certify-shard "${{ matrix.shard }}/$SHARDS"' in run, run
+    upload = next(s for s in certify["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
+    download = next(s for s in merge["steps"] if s.get("uses", "").startswith("actions/download-artifact"))
+    name = upload["with"]["name"].replace("${{ matrix.torch }}", "2.13.0").replace("${{ matrix.shard }}", "3")
+    pattern = download["with"]["pattern"].replace("${{ matrix.torch }}", "2.13.0")
+    assert fnmatch.fnmatch(name, pattern) and not fnmatch.fnmatch(name.replace("2.13.0", "2.12.1"), pattern)
+    commands = " ".join(s.get("run", "") for s in merge["steps"])
+    assert (
+        f'merge-bundles "certification-torch${{{{ matrix.torch }}}}" {download["with"]["path"]}/*' in commands
+    )
+    assert "verify-bundle" in commands
