@@ -1,8 +1,9 @@
-"""Entry point of ``autocast-spec``: the subcommands of ``reference_impl.cli`` and verify-bundle.
+"""Entry point of ``autocast-spec``: the subcommands of ``reference_impl.cli``, verify-bundle and
+merge-bundles.
 
-It lives in the top layer because verify-bundle belongs to certification
-(``conformance.certify.verify``); the spec tools below it know nothing of the
-suite. Each subcommand is a module with ``add_parser(subparsers)``.
+It lives in the top layer because verify-bundle and merge-bundles belong to certification
+(``conformance.certify.verify``, ``conformance.certify.merge``); the spec tools below it know
+nothing of the suite. Each subcommand is a module with ``add_parser(subparsers)``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from conformance.certify import verify
+from conformance.certify import merge, verify
 from reference_impl.cli import diff, extract, list_cmd, matrix, probe, validate
 from reference_impl.cli.common import EXIT_USAGE, UsageError
 
 # Subcommand modules, in help order.
-SUBCOMMANDS = [validate, list_cmd, probe, extract, diff, matrix, verify]
+SUBCOMMANDS = [validate, list_cmd, probe, extract, diff, matrix, verify, merge]
 
 
 class _Parser(argparse.ArgumentParser):

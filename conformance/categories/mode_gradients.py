@@ -102,6 +102,7 @@ class Through:
 
     variant: Variant
     backend: str = omitted(DEFAULT_COMPILE_BACKEND)  # torch.compile's
+    mode: ClassVar[Mode] = Mode.COMPILE  # the mode a certification groups it under
     WHOLE_ID: ClassVar[bool] = True
     ID: ClassVar[str] = "grad{backend}-{op}-{dtype}-{variant}"
 

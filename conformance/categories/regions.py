@@ -166,6 +166,7 @@ class Compiled:
     region: str
     backend: str = omitted(DEFAULT_COMPILE_BACKEND)  # torch.compile's
     config: Config = omitted(Config.DEFAULT)
+    mode: ClassVar[Mode] = Mode.COMPILE  # the mode a certification groups it under
     WHOLE_ID: ClassVar[bool] = True
     ID: ClassVar[str] = "compile{backend}{config}-{region}-{dtype}"
 

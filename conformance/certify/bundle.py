@@ -5,7 +5,9 @@ Layout of DIR::
     results.jsonl        one line per finished test, appended as the run goes
     results.json         every test: stable id, status, category, policy, op, note
     collected.json       the test ids collected at certification time, with categories
-    certification.json   suite version, spec hash, options, counts, verdict, stale entries
+    certification.json   suite version, spec hash, options, counts, verdict (overall and per mode),
+                         stale entries; a shard's index, a merged bundle's shards
+    shard.json           a shard's own tests (``--certify-shard K/N``), read by merge-bundles
     environment.json     torch version and build, device, driver, Python, OS, host CPU and ISA
     junit.xml            the same results for CI tools
     summary.md           counts per category and per policy
@@ -31,6 +33,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from reference_impl.cli.common import UsageError
+
 from .expectations import FAILING, STATUSES
 
 BUNDLE_FORMAT = 1
@@ -45,6 +49,7 @@ SUMMARY = "summary.md"
 EXPECTATIONS_COPY = "expectations.yaml"
 SPEC_COPY = "spec"
 LOGS = "logs"
+SHARD = "shard.json"
 
 
 class BundleError(Exception):
@@ -63,6 +68,7 @@ class TestResult:
     note: str = ""
     expectation: str | None = None  # the entry applied: "waiver 'glob' (file:line)"
     detail: str = ""  # failure text (truncated)
+    mode: str = "eager"  # the execution mode the test checks (identity.case_mode)
 
 
 # ---------------------------------------------------------------------------
@@ -70,15 +76,17 @@ class TestResult:
 # ---------------------------------------------------------------------------
 
 
-def prepare_dir(path: Path, overwrite: bool) -> None:
-    """Create DIR, or refuse a non-empty one unless ``overwrite``."""
+def prepare_dir(
+    path: Path, overwrite: bool, what: str = "--certify", flag: str = "--certify-overwrite"
+) -> None:
+    """Create DIR, or refuse a non-empty one unless ``overwrite`` (``what``: how the user named it)."""
     if path.exists() and not path.is_dir():
-        raise BundleError(f"--certify {path}: exists and is not a directory; choose another path")
+        raise BundleError(f"{what} {path}: exists and is not a directory; choose another path")
     if path.is_dir() and any(path.iterdir()):
         if not overwrite:
             raise BundleError(
-                f"--certify {path}: the directory is not empty; choose a new directory "
-                "or add --certify-overwrite to replace its contents"
+                f"{what} {path}: the directory is not empty; choose a new directory "
+                f"or add {flag} to replace its contents"
             )
         for child in path.iterdir():
             if child.is_dir() and not child.is_symlink():
@@ -229,15 +237,37 @@ def declared_sections(declared: Sequence[TestResult]) -> list[str]:
     return out
 
 
+def _verdict_text(verdict: Mapping[str, Any]) -> str:
+    return f"**{'conformant' if verdict.get('conformant') else 'NOT conformant'}**" + (
+        f" ({'; '.join(verdict.get('reasons', []))})" if verdict.get("reasons") else ""
+    )
+
+
+def _run_lines(meta: Mapping[str, Any]) -> list[str]:
+    """What part of a run the bundle holds: a shard of one, or the shards merged."""
+    shard = meta.get("shard")
+    if shard:
+        return [
+            f"- Shard {shard['index']} of {shard['count']} (--certify-shard): {shard['tests']} of the run's "
+            f"{meta.get('tests_in_run')} tests; a certificate is every shard merged "
+            "(`autocast-spec merge-bundles OUT SHARD...`)"
+        ]
+    merged = meta.get("merged_from")
+    if merged:
+        return [f"- Merged from {len(merged)} shards (`autocast-spec merge-bundles`), one run's every test"]
+    return []
+
+
 def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> str:
     c = counts(results)
-    verdict = meta.get("verdict", {})
     opts = meta.get("options", {})
+    per_mode = meta.get("mode_verdicts", {})
     lines = [
         "# Autocast conformance certification",
         "",
-        f"- Verdict: **{'conformant' if verdict.get('conformant') else 'NOT conformant'}**"
-        + (f" ({'; '.join(verdict.get('reasons', []))})" if verdict.get("reasons") else ""),
+        f"- Verdict: {_verdict_text(meta.get('verdict', {}))}",
+        *(f"  - {m}: {_verdict_text(v)}" for m, v in per_mode.items()),
+        *_run_lines(meta),
         f"- Backend: `{opts.get('backend')}`, {_dtypes_line(results, opts.get('dtype'))}, "
         f"policy-only: {opts.get('policy_only')}, autocast: {opts.get('implementation', 'native')}",
         f"- Suite {meta.get('suite_version')}, spec hash `{meta.get('spec_hash')}`, "
@@ -245,6 +275,7 @@ def render_summary(results: Sequence[TestResult], meta: Mapping[str, Any]) -> st
         f"- Tests: {len(results)}; " + ", ".join(f"{s} {n}" for s, n in c.items() if n),
         "",
     ]
+    lines += _table("mode", "mode", results)
     lines += _table("category", "category", results)
     lines += _table("policy", "policy", results)
     bad = [r for r in results if r.status in FAILING]
@@ -282,6 +313,17 @@ def manifest_problems(root: Path) -> list[str]:
     for rel in sorted(present - set(listed)):
         problems.append(f"{rel}: not listed in {MANIFEST} (added after certification)")
     return problems
+
+
+def read_json(root: Path, name: str) -> Any:
+    """A JSON file of a bundle; a usage error (exit 2) naming it when it is missing or unreadable."""
+    path = root / name
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: missing; {root} is not a complete certification bundle") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(f"{path}: unreadable ({e}); the bundle is damaged") from None
 
 
 def result_from_dict(d: Mapping[str, Any]) -> TestResult:

@@ -26,6 +26,7 @@ from conformance.kit.case import Case
 from conformance.registry import category_names, category_of
 from conformance.session import target_of
 from reference_impl.harness.devices import device_is_real
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, Mode
 
 from .host import host_cpu
 
@@ -40,6 +41,7 @@ class CollectedTest:
     policy: str | None = None
     op: str | None = None
     dtype: str | None = None
+    mode: str = "eager"  # the execution mode it checks (test_modes.py's cases name theirs)
 
 
 def suite_root() -> Path:
@@ -89,10 +91,22 @@ def stable_id(item: pytest.Item) -> str:
     return f"{SUITE_PACKAGE}/{rel.as_posix()}{sep}{rest}"
 
 
+def case_mode(case: Any) -> str:
+    """The execution mode a test checks, as its id names it: the ``mode`` of its case's
+    parameters (``compile-<backend>`` for a torch.compile backend other than the default),
+    ``eager`` for every other test."""
+    mode = getattr(getattr(case, "params", None), "mode", None)
+    if not isinstance(mode, Mode):
+        return Mode.EAGER.value
+    backend = getattr(case.params, "backend", DEFAULT_COMPILE_BACKEND)
+    return mode.value if backend == DEFAULT_COMPILE_BACKEND else f"{mode.value}-{backend}"
+
+
 def collected_test(item: pytest.Item) -> CollectedTest:
-    """Category, policy, op and dtype of a test: from its Case parameter, else its markers."""
+    """Category, policy, op and dtype of a test: from its Case parameter, else its markers; its mode."""
     callspec = getattr(item, "callspec", None)
     case = callspec.params.get("case") if callspec is not None else None
+    mode = case_mode(case)
     names = [m.name for m in item.iter_markers()]
     policy = next((n for n in names if n in {p.value for p in Policy}), None)
     generated = item.get_closest_marker("conformance_cases")  # an empty parameter set keeps its category
@@ -110,8 +124,9 @@ def collected_test(item: pytest.Item) -> CollectedTest:
             case.policy.value if case.policy else policy,
             case.op or None,
             case.dtype_text or None,
+            mode,
         )
-    return CollectedTest(stable_id(item), category, policy)
+    return CollectedTest(stable_id(item), category, policy, mode=mode)
 
 
 def plugin_modules(args: Sequence[str]) -> list[str]:

@@ -6,6 +6,8 @@ Options:
 ``--certify DIR``        certify: the whole suite in pytest-xdist workers, a bundle written to DIR
 ``--certify-overwrite``  allow --certify to replace a non-empty DIR
 ``--test-timeout S``     per-test limit under --certify (default 300 s); past it: ``timeout``
+``--certify-shard K/N``  certify the K-th of N shards of the run (:mod:`.shard`)
+``--certify-costs FILE`` the cost table that balances the shards (default: the bundled one)
 
 Roles:
 
@@ -14,7 +16,8 @@ Roles:
 * the controller of a certification (the process the vendor started): checks the
   options, then :class:`.recorder.Recorder` collects, records and writes the bundle;
 * a certification's xdist worker: :class:`.outcomes.Outcomes` (statuses, fixed
-  seeds) and :class:`.workers.WorkerLog` (why a test was lost);
+  seeds) and :class:`.workers.WorkerLog` (why a test was lost); in a shard,
+  :class:`.shard.ShardFilter` keeps the shard's tests;
 * ``--certify-list FILE`` (internal): :class:`.listing.ListOnly` writes the
   collected list for ``autocast-spec verify-bundle`` and runs nothing.
 
@@ -40,6 +43,7 @@ from .identity import SUITE_PACKAGE, option, suite_root
 from .listing import ListOnly
 from .outcomes import Outcomes, fix_randomness
 from .recorder import Recorder
+from .shard import ShardError, ShardFilter, ShardPlan, load_costs, parse_shard
 from .workers import WorkerLog, log_path, no_workers, prepare_options, refusals, worker_root
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -76,6 +80,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=DEFAULT_TIMEOUT_S,
         help=f"per-test time limit under --certify (default {DEFAULT_TIMEOUT_S:g}); past it: timeout",
     )
+    g.addoption(
+        "--certify-shard",
+        metavar="K/N",
+        help="certify the K-th of N shards of the run, balanced by measured cost; "
+        "merge the N bundles with autocast-spec merge-bundles",
+    )
+    g.addoption(
+        "--certify-costs",
+        metavar="FILE",
+        help="the cost table that balances --certify-shard (default: the suite's, "
+        "measured by benchmarks/bench_certify_costs.py)",
+    )
     g.addoption("--certify-list", metavar="FILE", help=argparse.SUPPRESS)
 
 
@@ -103,6 +119,22 @@ def _load_expectations_or_fail(config: pytest.Config) -> Expectations:
         usage_error(f"--expectations: {p}")
     except SpecError as e:
         usage_error("--expectations: " + "\n".join(str(p) for p in e.problems))
+
+
+def shard_plan(config: pytest.Config) -> ShardPlan | None:
+    """The shard this run certifies (None without --certify-shard); exit 2 for a bad one."""
+    given, costs = option(config, "certify_shard"), option(config, "certify_costs")
+    if not given:
+        if costs:
+            usage_error("--certify-costs balances --certify-shard: add --certify-shard K/N or drop it")
+        return None
+    if not option(config, "certify"):
+        usage_error("--certify-shard splits a certification: add --certify DIR")
+    try:
+        table = load_costs(Path(config.invocation_params.dir, costs) if costs else None)
+        return ShardPlan(parse_shard(given), table)
+    except ShardError as e:
+        usage_error(str(e))
 
 
 def certify_refusals(config: pytest.Config) -> list[str]:
@@ -136,7 +168,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Outcomes(config, exp, certifying=True), "autocast-certify-outcomes")
         wid = config.workerinput["workerid"]  # type: ignore[attr-defined]
         config.pluginmanager.register(WorkerLog(log_path(root, wid)), "autocast-certify-worker")
+        plan = shard_plan(config)
+        if plan is not None:
+            config.pluginmanager.register(ShardFilter(plan), "autocast-certify-shard")
         return
+    plan = shard_plan(config)
     certify = option(config, "certify")
     if certify and not hasattr(config, "workerinput"):
         refused = certify_refusals(config)
@@ -158,7 +194,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except B.BundleError as e:
             usage_error(str(e))
         fix_randomness(config)
-        recorder = Recorder(config, exp, Path(certify), _timeout(config))
+        recorder = Recorder(config, exp, Path(certify), _timeout(config), plan)
         config.pluginmanager.register(recorder, "autocast-certify")
         return
     if exp is not EMPTY:

@@ -3,7 +3,8 @@
 It runs in the xdist controller (the pytest process the vendor started). It
 collects the suite itself (xdist's controller otherwise does not), while the
 workers start; checks the expectations against the whole list and writes
-``collected.json``. Each test's
+``collected.json``; in a shard (``--certify-shard``) it then keeps the shard's tests
+(:mod:`.shard`) and writes ``shard.json``. Each test's
 status arrives on its teardown report from the worker (:mod:`.outcomes`); a
 test whose worker died arrives as xdist's crash item and gets ``crash`` or
 ``timeout`` from the worker's log (:mod:`.workers`). Every result is appended to
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from conformance.session import target_of
+from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND
 
 from . import bundle as B
 from .expectations import Expectation, Expectations, other_device_entries, stale_entries
@@ -45,7 +47,8 @@ from .outcomes import (
     check_mandatory,
     report_stale,
 )
-from .verdict import Verdict, results_verdict
+from .shard import ShardPlan
+from .verdict import Verdict, mode_verdicts, results_verdict
 from .workers import RUN_ONLY_OPTIONS, WORKER_ROOT, log_path, lost_test
 
 DETAIL_CHARS = 4000
@@ -78,8 +81,13 @@ def failure_text(report: pytest.TestReport) -> str:
 class Recorder:
     """Records each test's result as its worker reports it; writes the bundle at the end."""
 
-    def __init__(self, config: pytest.Config, exp: Expectations, root: Path, timeout: float) -> None:
+    def __init__(
+        self, config: pytest.Config, exp: Expectations, root: Path, timeout: float, plan: ShardPlan | None
+    ) -> None:
         self.config = config
+        self.plan = plan
+        self.shard: dict[str, Any] | None = None  # shard.json, in a shard
+        self.tests_in_run = 0
         self.exp = exp
         self.root = root.resolve()
         self.timeout = timeout
@@ -109,11 +117,19 @@ class Recorder:
         tests = [collected_test(it) for it in items]
         check_mandatory(config, self.exp, tests)
         self.stale = stale_entries(self.exp, [t.id for t in tests], self.device)
-        self.tests = {it.nodeid: t for it, t in zip(items, tests, strict=True)}
+        by_item = dict(zip(items, tests, strict=True))
         spec_paths = [str(p) for p in (option(config, "spec") or ())]
         copies = B.copy_spec_files(spec_paths, self.root / B.SPEC_COPY)
         self.spec_copies = [Path(p).relative_to(self.root).as_posix() for p in copies]
         (self.root / B.COLLECTED).write_text(B.to_json([asdict(t) for t in tests]), encoding="utf-8")
+        self.tests_in_run = len(tests)
+        if self.plan is not None:  # the whole run's list is above; this shard runs its part
+            keep, drop = self.plan.split(items, tests)
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+            self.shard = self.plan.record([by_item[it] for it in keep], tests)
+            (self.root / B.SHARD).write_text(B.to_json(self.shard), encoding="utf-8")
+        self.tests = {it.nodeid: by_item[it] for it in items}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -191,6 +207,7 @@ class Recorder:
             note or "",
             e.describe() if e else None,
             detail[:DETAIL_CHARS],
+            t.mode,
         )
         self.results[nodeid] = r
         assert self.log is not None
@@ -204,11 +221,19 @@ class Recorder:
         self.log.close()
         results = [self.results[n] for n in self.tests if n in self.results]
         core = mandatory_core(self.config)
-        self.verdict = results_verdict(results, core, (b.id for b in run_spec(self.config).rules.known_bugs))
+        bugs = [b.id for b in run_spec(self.config).rules.known_bugs]
+        self.verdict = results_verdict(results, core, bugs)
         if len(results) < len(self.tests):
             self.verdict.conformant = False
             self.verdict.reasons.append(f"{len(self.tests) - len(results)} test(s) have no result")
+        if self.shard is not None:
+            self.verdict.conformant = False
+            self.verdict.reasons.append(
+                f"shard {self.shard['index']}/{self.shard['count']} of a run: "
+                "a certificate is every shard merged"
+            )
         meta = self._metadata(results, core)
+        meta["mode_verdicts"] = {m: asdict(v) for m, v in mode_verdicts(results, core, bugs).items()}
         root = self.root
         (root / B.RESULTS).write_text(B.to_json({"tests": [asdict(r) for r in results]}), encoding="utf-8")
         env = environment(self.device, target_of(self.config).device_spec.vendor)
@@ -243,6 +268,8 @@ class Recorder:
                 "policy_only": bool(option(self.config, "policy_only")),
                 "implementation": option(self.config, "implementation") or "native",
                 "expectations": option(self.config, "expectations"),
+                "modes": list(option(self.config, "mode") or ["eager"]),
+                "compile_backend": list(option(self.config, "compile_backend") or [DEFAULT_COMPILE_BACKEND]),
                 "test_timeout_s": self.timeout,
                 "hypothesis": {"profile": HYPOTHESIS_PROFILE, "derandomize": True},
                 "seed": SEED,
@@ -251,11 +278,17 @@ class Recorder:
             "plugins": plugin_modules(inv.args),
             "counts": B.counts(results),
             "tests": len(self.tests),
+            "tests_in_run": self.tests_in_run,
+            "shard": None if self.shard is None else self._shard_summary(),
             "workers": self.workers,
             "wall_s": round(time.time() - self.started_at, 2),
             "stale_expectations": [f"{e.where}: {e.status} {e.match!r}" for e in self.stale],
             "verdict": asdict(self.verdict),
         }
+
+    def _shard_summary(self) -> dict[str, Any]:
+        assert self.shard is not None
+        return {"index": self.shard["index"], "count": self.shard["count"], "tests": len(self.tests)}
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         report_stale(terminalreporter, self.stale, other_device_entries(self.exp, self.device))
@@ -269,4 +302,9 @@ class Recorder:
             tr.write_line("verdict: conformant")
         else:
             tr.write_line("verdict: NOT conformant: " + "; ".join(self.verdict.reasons))
-        tr.write_line(f"check it with: autocast-spec verify-bundle {self.root}")
+        if self.shard is not None:
+            tr.write_line(
+                f"merge the {self.shard['count']} shards with: autocast-spec merge-bundles OUT DIR..."
+            )
+        else:
+            tr.write_line(f"check it with: autocast-spec verify-bundle {self.root}")

@@ -51,6 +51,18 @@ def results_verdict(
     return Verdict(not reasons, reasons)
 
 
+def mode_verdicts(
+    results: Sequence[TestResult], mandatory: Iterable[str], torch_bugs: Iterable[str] = ()
+) -> dict[str, Verdict]:
+    """The verdict of each execution mode's tests (eager first, then as they come)."""
+    bugs = list(torch_bugs)
+    by_mode: dict[str, list[TestResult]] = {"eager": []}
+    for r in results:
+        by_mode.setdefault(r.mode, []).append(r)
+    core = list(mandatory)
+    return {m: results_verdict(rs, core, bugs) for m, rs in by_mode.items() if rs}
+
+
 def expectation_consistency(
     results: Sequence[TestResult], exp: Expectations, device: str | None
 ) -> list[str]:

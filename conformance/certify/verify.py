@@ -15,16 +15,17 @@ What is checked, offline (no accelerator needed):
 * every mandatory-core test (category from the regenerated list, core from the
   spec's rules) passed: none waived, skipped, excused or missing;
 * every waived, xfail and not-supported status is backed by an entry of the
-  bundled expectations file.
+  bundled expectations file;
+* a shard (``--certify-shard``) is never a certificate: merge the shards first.
+
+It prints the verdict per mode (the modes from the regenerated list) and overall.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from autocast_spec.problems import SpecError, SpecProblem
 from reference_impl.cli.common import EXIT_DIFF, EXIT_OK, UsageError, write_out
@@ -34,7 +35,7 @@ from . import bundle as B
 from .expectations import EMPTY, load_expectations
 from .identity import suite_version
 from .listing import regenerate
-from .verdict import bad_statuses, check_ids, expectation_consistency, results_verdict
+from .verdict import bad_statuses, check_ids, expectation_consistency, mode_verdicts, results_verdict
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -49,27 +50,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _read_json(root: Path, name: str) -> Any:
-    path = root / name
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{path}: missing; {root} is not a complete certification bundle") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(f"{path}: unreadable ({e}); the bundle is damaged") from None
-
-
 def verify(root: Path) -> tuple[bool, list[str], list[str]]:
     """(conformant, reasons it is not, informational lines)."""
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory; give the directory written by --certify")
     if not (root / B.MANIFEST).is_file():
         raise UsageError(f"{root}: no {B.MANIFEST}; not a certification bundle (or the run did not finish)")
-    meta = _read_json(root, B.CERTIFICATION)
-    results_data = _read_json(root, B.RESULTS)
-    collected_data = _read_json(root, B.COLLECTED)
+    meta = B.read_json(root, B.CERTIFICATION)
+    results_data = B.read_json(root, B.RESULTS)
+    collected_data = B.read_json(root, B.COLLECTED)
     try:
-        _read_json(root, B.MANIFEST)["sha256"]
+        B.read_json(root, B.MANIFEST)["sha256"]
         results = [B.result_from_dict(d) for d in results_data["tests"]]
         collected = [str(d["id"]) for d in collected_data]
         fmt = meta["bundle_format"]
@@ -107,10 +98,23 @@ def verify(root: Path) -> tuple[bool, list[str], list[str]]:
     reasons += bad_statuses(results)
 
     category = {str(t["id"]): t.get("category") for t in regenerated}
-    for r in results:  # judge by the regenerated categories, not the bundle's own claims
+    modes = {str(t["id"]): str(t.get("mode", "eager")) for t in regenerated}
+    for r in results:  # judge by the regenerated categories and modes, not the bundle's own claims
         r.category = category.get(r.id, r.category)
-    verdict = results_verdict(results, spec.rules.mandatory_core, (b.id for b in spec.rules.known_bugs))
+        r.mode = modes.get(r.id, r.mode)
+    bugs = [b.id for b in spec.rules.known_bugs]
+    verdict = results_verdict(results, spec.rules.mandatory_core, bugs)
     reasons += verdict.reasons
+    shard = meta.get("shard")
+    if shard:
+        reasons.insert(
+            0,
+            f"this is shard {shard.get('index')} of {shard.get('count')} of a run (--certify-shard), not a "
+            "certificate: merge every shard with autocast-spec merge-bundles OUT SHARD... and verify OUT",
+        )
+    for mode, v in mode_verdicts(results, spec.rules.mandatory_core, bugs).items():
+        said = "conformant" if v.conformant else "NOT conformant: " + "; ".join(v.reasons)
+        info.append(f"mode {mode}: {said}")
     have = {r.id for r in results}
     core = spec.rules.mandatory_core
     missing_core = [t for t in regen_ids if category.get(t) in core and t not in have]

@@ -53,6 +53,9 @@ RUN_ONLY_OPTIONS = {
     "--certify": True,
     "--certify-overwrite": False,
     "--test-timeout": True,
+    # a shard replays as the whole run (merge-bundles puts the shards together)
+    "--certify-shard": True,
+    "--certify-costs": True,
     "--junitxml": True,
     "--junit-xml": True,
     "-n": True,
