@@ -16,6 +16,7 @@ from typing import Any
 from .builders import known_bugs_of
 from .common import SourceLoc, frozen_map
 from .env_overrides import apply_env_overrides
+from .imports import loader_variable_problem
 from .model import (
     DeviceSpec,
     EnvOverride,
@@ -58,7 +59,12 @@ def _vendor(block: Mapping[str, Any]) -> VendorRelease:
     env = {str(k): str(v) for k, v in (block.get("environment") or {}).items()}
     forms = block.get("source_forms")
     return VendorRelease(
-        block["package"], block["version"], block["module"], frozen_map(env), _forms(forms) if forms else None
+        block["package"],
+        block["version"],
+        block["module"],
+        frozen_map(env),
+        _forms(forms) if forms else None,
+        str(block.get("runtime", "")),
     )
 
 
@@ -73,6 +79,16 @@ def _forms(block: Mapping[str, Any]) -> SourceForms:
     }
     macros = frozen_map(dict(block.get("block_macros") or {}))
     return SourceForms(block["source"], macros, frozen_map(wrappers))
+
+
+def _environment_problems(doc: YamlDocument) -> list[SpecProblem]:
+    """``vendor.environment`` entries that would change how processes load code (refused)."""
+    env = (doc.data.get("vendor") or {}).get("environment") or {}
+    return [
+        SpecProblem(doc.file, doc.line_of(("vendor", "environment", name)), why)
+        for name in env
+        if (why := loader_variable_problem(str(name))) is not None
+    ]
 
 
 def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) -> RawDevice:
@@ -124,6 +140,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
                 by_dtype=_by_dtype(e),
             )
     fields_bugs = known_bugs_of(doc, app.version, d["torch"])  # the vendor's own, not inherited
+    probs.extend(_environment_problems(doc))
     removes = []
     for i, item in enumerate(d.get("remove") or []):
         e = _entry(item)

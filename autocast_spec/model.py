@@ -112,6 +112,8 @@ class VendorRelease:
     # (Google's torch-tpu: TPU_SKIP_MDS_QUERY=1, or its libtpu asks a cloud metadata server)
     environment: Mapping[str, str] = field(default_factory=frozen_map)
     source_forms: SourceForms | None = None
+    # what the package needs that pip does not install (the vendor's driver and toolkit), in words
+    runtime: str = ""
 
     @property
     def described(self) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from autocast_spec.imports import pairing_note
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
@@ -86,10 +87,17 @@ class Target:
 
     @property
     def version_note(self) -> str:
-        """One line when the spec describes another torch release than the installed one."""
-        return VersionChoice(
-            self.spec.torch_version, self.spec.installed_torch or self.spec.torch_version
-        ).note()
+        """One line when the spec describes another torch release than the installed one, or a
+        vendor's file another release of its package or of torch than those installed."""
+        installed = self.spec.installed_torch or self.spec.torch_version
+        notes = [VersionChoice(self.spec.torch_version, installed).note(), self._pairing_note(installed)]
+        return "; ".join(n for n in notes if n)
+
+    def _pairing_note(self, installed_torch: str) -> str:
+        ds = self.device_spec
+        if ds.vendor is None or self.uses_reference:
+            return ""
+        return pairing_note(ds.vendor, ds.loc.file, self.device, ds.torch_versions, installed_torch)
 
     def absent_reason(self, op: str) -> str:
         return (
@@ -183,8 +191,7 @@ def load_backend(ds: DeviceSpec, backend: str) -> str:
     except VendorImportError as e:
         raise TargetError(
             f"--spec {ds.loc.file}: it describes {ds.vendor.described}, whose module "
-            f"{ds.vendor.module!r} does not import ({e.why}); "
-            f"install it: pip install {ds.vendor.package}=={ds.vendor.version}"
+            f"{ds.vendor.module!r} does not import: {e.why}"
         ) from None
     if ds.dispatch_key == "AutocastPrivateUse1" and backend == ds.device:
         adopt_privateuse1(backend)

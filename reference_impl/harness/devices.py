@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from autocast_spec.imports import why_not_imported
 from autocast_spec.model import VendorRelease
 
 from ..engine.torch_registry import all_op_names
@@ -63,10 +64,11 @@ class VendorImport:
 
 
 class VendorImportError(Exception):
-    """The module a vendor device file names did not import: ``why`` is the error, on one line."""
+    """The module a vendor device file names did not import: ``why`` names the cause, in one
+    message (:func:`autocast_spec.imports.why_not_imported`)."""
 
-    def __init__(self, e: BaseException) -> None:
-        self.why = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+    def __init__(self, e: BaseException, vendor: VendorRelease) -> None:
+        self.why = why_not_imported(e, vendor.module, vendor)
         super().__init__(self.why)
 
 
@@ -82,7 +84,7 @@ def import_vendor(vendor: VendorRelease) -> VendorImport:
     try:
         importlib.import_module(vendor.module)
     except Exception as e:
-        raise VendorImportError(e) from e
+        raise VendorImportError(e, vendor) from e
     all_op_names.cache_clear()  # the package registers operators of its own (torch_ipex::)
     kept = tuple(k for k in vendor.environment if k not in set_here)
     return VendorImport(vendor.module, set_here, kept, preloaded)

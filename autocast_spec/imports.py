@@ -1,0 +1,189 @@
+"""Why a backend's package (or torch itself) does not import: one message naming the cause.
+
+A vendor's package often installs from the registry but needs its vendor's runtime (a driver and
+toolkit such as Ascend's CANN, or Rebellions' rebel-compiler), which pip does not install. The
+failure then shows as an ``ImportError`` for a shared library or a module deep inside the
+package, or, for a package that loads itself on ``import torch`` (an entry point of the group
+``torch.backends``), as torch's ``Failed to load the backend extension``. :func:`why_not_imported`
+reads the exception chain and says which library or module is missing, whether the pip package
+holds it, which release is installed against the one a spec file names, and what to do.
+
+This module never imports torch: :func:`autoload_failure` reads the error of an ``import torch``
+that its caller tried.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+from collections.abc import Iterator
+
+from .model import VendorRelease
+from .versions import specifier_contains
+
+AUTOLOAD_GROUP = "torch.backends"  # torch's entry-point group for backends loaded on `import torch`
+AUTOLOAD_OFF = "TORCH_DEVICE_BACKEND_AUTOLOAD=0"
+_AUTOLOAD_FAILED = re.compile(r"Failed to load the backend extension: (\S+?)\.?(\s|$)")
+_MISSING_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
+
+
+def _chain(e: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _first_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+
+
+def installed_version(package: str) -> str | None:
+    try:
+        return md.version(package)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _package_holds(package: str, filename: str) -> bool:
+    try:
+        files = md.files(package) or []
+    except md.PackageNotFoundError:
+        return False
+    stem = filename.split(".so", 1)[0]
+    return any(f.name.split(".so", 1)[0] == stem for f in files)
+
+
+def autoloaded(module: str) -> str | None:
+    """The entry point (``name = value``) by which ``module`` loads itself on ``import torch``."""
+    for ep in md.entry_points(group=AUTOLOAD_GROUP):
+        if ep.value.split(":", 1)[0].split(".", 1)[0] == module.split(".", 1)[0]:
+            return f"{ep.name} = {ep.value}"
+    return None
+
+
+def _runtime(vendor: VendorRelease | None) -> str:
+    return f" ({vendor.runtime})" if vendor is not None and vendor.runtime else ""
+
+
+def _cause(e: BaseException, module: str, vendor: VendorRelease | None) -> str:
+    """The cause, in words, from the deepest informative exception of the chain."""
+    package = vendor.package if vendor else module
+    installed = installed_version(package)
+    release = f"{package} {installed}" if installed else package
+    for err in _chain(e):
+        m = _MISSING_LIBRARY.search(str(err))
+        if m:
+            lib = m.group(1)
+            if _package_holds(package, lib):
+                return (
+                    f"{lib}, a file of {release}, cannot be loaded ({_first_line(err)}): reinstall {package}"
+                )
+            return (
+                f"the shared library {lib} is missing: it is not a file of the pip package {release}; the "
+                f"vendor's runtime{_runtime(vendor)} provides it, which pip does not install: install that "
+                "runtime and set up its environment (its libraries on the loader path) before running"
+            )
+    for err in _chain(e):
+        if isinstance(err, ModuleNotFoundError) and err.name:
+            root = err.name.split(".", 1)[0]
+            if root == module.split(".", 1)[0]:
+                return f"{module} is not installed: pip install {_pin(vendor, package)}"
+            return (
+                f"it needs the module {err.name!r}, which no installed package provides: part of the "
+                f"vendor's runtime{_runtime(vendor)}, not of the pip package {release}; install that runtime"
+            )
+    deepest = list(_chain(e))[-1]
+    return _first_line(deepest)
+
+
+def _pin(vendor: VendorRelease | None, package: str) -> str:
+    return f"{vendor.package}=={vendor.version}" if vendor else package
+
+
+def why_not_imported(e: BaseException, module: str, vendor: VendorRelease | None = None) -> str:
+    """One message for ``module`` failing to import with ``e`` (``vendor``: the release a spec
+    file names for it). It names the missing library or module and who provides it, the
+    release installed where it is not the spec's, and ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` where
+    the package loads itself on ``import torch``."""
+    parts = [_cause(e, module, vendor)]
+    if vendor is not None:
+        installed = installed_version(vendor.package)
+        if installed is not None and installed.split("+", 1)[0] != vendor.version:
+            parts.append(
+                f"the spec file describes {vendor.described}, and {vendor.package} {installed} is installed"
+            )
+    ep = autoloaded(module)
+    if ep is not None:
+        parts.append(
+            f"{module} loads itself on `import torch` (entry point {AUTOLOAD_GROUP}: {ep}): start Python "
+            f"with {AUTOLOAD_OFF} to keep torch from loading it; the suite and autocast-spec import it "
+            "themselves"
+        )
+    return "; ".join(parts)
+
+
+def autoload_failure(e: BaseException) -> str:
+    """One message for ``import torch`` failing with ``e``: a backend that loads itself on
+    ``import torch`` and fails (torch's ``Failed to load the backend extension``) is named, with
+    its cause and ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``."""
+    m = _AUTOLOAD_FAILED.search(str(e))
+    if m is None:
+        return f"import torch fails: {_first_line(e)}"
+    name = m.group(1)
+    module = next(
+        (
+            ep.value.split(":", 1)[0].split(".", 1)[0]
+            for ep in md.entry_points(group=AUTOLOAD_GROUP)
+            if ep.name == name
+        ),
+        name,
+    )
+    return (
+        f"import torch fails: the backend {name!r} loads itself on `import torch` (entry point "
+        f"{AUTOLOAD_GROUP}) and does not load: {_cause(e, module, None)}; start Python with "
+        f"{AUTOLOAD_OFF} to keep torch from loading it (the suite then imports it as its spec says)"
+    )
+
+
+# Variables that change how a process finds and loads code (the dynamic loader's, Python's, the
+# shell's search path, glibc's module paths, and torch's own choice of backends to load): a spec
+# file's vendor.environment may not set them, since every process the suite starts inherits them.
+LOADER_VARIABLES = re.compile(
+    r"^(LD_\w*|DYLD_\w*|PYTHON\w*|PATH|LIBPATH|SHLIB_PATH|GCONV_PATH|TORCH_DEVICE_BACKEND_AUTOLOAD)$"
+)
+
+
+def loader_variable_problem(name: str) -> str | None:
+    """Why ``vendor.environment`` may not set ``name``, or None where it may."""
+    if not LOADER_VARIABLES.match(name):
+        return None
+    return (
+        f"vendor.environment may not set {name}: it changes how processes find and load code, and a "
+        "spec file is data (every process the suite starts would inherit it); set it yourself in the "
+        "shell that runs the suite, if your backend needs it"
+    )
+
+
+def pairing_note(
+    vendor: VendorRelease, file: str, device: str, torch_range: str, installed_torch: str
+) -> str:
+    """One line where the installed release of the vendor's package, or of torch, is not the one
+    the file ``file`` pairs with: both releases, and the command that makes a spec for what is
+    installed (empty where they match)."""
+    installed = installed_version(vendor.package)
+    vendor_differs = installed is not None and installed.split("+", 1)[0] != vendor.version
+    torch_differs = not specifier_contains(torch_range, installed_torch)
+    if not (vendor_differs or torch_differs):
+        return ""
+    have = f"{vendor.package} {installed or '(not installed)'} with torch {installed_torch}"
+    autoload = f"{AUTOLOAD_OFF} " if autoloaded(vendor.module) else ""
+    out = f"{device}-{installed or 'installed'}.yaml"
+    return (
+        f"{file} describes {vendor.described} with torch {torch_range}, and {have} is installed: the "
+        f"results speak for the file's release only; to make a spec for the installed one: {autoload}"
+        f"autocast-spec probe --device {device} --import {vendor.module} --spec {file} -o {out} "
+        f"(then review it and run with --spec {out})"
+    )
