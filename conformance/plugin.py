@@ -20,6 +20,7 @@ from .target import IMPLEMENTATIONS
 pytest_plugins = [
     "conformance.collection",
     "conformance.certify.plugin",
+    "conformance.certify.isolation",
     "conformance.modes.plugin",
 ]
 

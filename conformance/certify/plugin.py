@@ -37,6 +37,7 @@ from conformance.errors import usage_error
 from . import bundle as B
 from .expectations import EMPTY, Expectations, load_expectations
 from .identity import SUITE_PACKAGE, option, suite_root
+from .isolation import worker_log_root
 from .listing import ListOnly
 from .outcomes import Outcomes, fix_randomness
 from .recorder import Recorder
@@ -137,6 +138,10 @@ def pytest_configure(config: pytest.Config) -> None:
         wid = config.workerinput["workerid"]  # type: ignore[attr-defined]
         config.pluginmanager.register(WorkerLog(log_path(root, wid)), "autocast-certify-worker")
         return
+    plain = worker_log_root(config)
+    if plain is not None:  # a plain run's isolating worker (.isolation): its log, for a lost test
+        wid = config.workerinput["workerid"]  # type: ignore[attr-defined]
+        config.pluginmanager.register(WorkerLog(log_path(plain, wid)), "autocast-isolated-worker")
     certify = option(config, "certify")
     if certify and not hasattr(config, "workerinput"):
         refused = certify_refusals(config)

@@ -24,6 +24,7 @@ test, then only what explains a lost test.
 from __future__ import annotations
 
 import faulthandler
+import os
 import re
 import sys
 import threading
@@ -134,6 +135,10 @@ class WorkerLog:
 
     def pytest_sessionstart(self) -> None:
         faulthandler.enable(file=self.file, all_threads=False)  # after pytest's own set-up
+        # native code writes its last words (std::terminate's "what():") to file descriptor 2:
+        # into this log, where lost_test finds them (pytest captures sys.stderr only: .isolation)
+        sys.stderr.flush()
+        os.dup2(self.file.fileno(), 2)
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         self.note(START_MARK + nodeid)
@@ -189,5 +194,19 @@ def lost_test(log: Path, worker: str, nodeid: str, limit: float) -> tuple[str, s
         status = "crash"
         fatal = section.find("Fatal Python error")
         why = section[fatal:].split("\n", 1)[0] if fatal >= 0 else "no fatal-error report in its log"
-        head = f"worker {worker} died while this test ran ({why})"
-    return status, f"{head}\n--- {log.name}:\n{section[:3000]}"
+        native = native_message(section[: fatal if fatal >= 0 else len(section)])
+        head = f"worker {worker} died while this test ran ({why})" + (f": {native}" if native else "")
+    return status, f"{head}\n--- {log.name}:\n{section[:6000]}"
+
+
+def native_message(text: str, lines: int = 4) -> str:
+    """What native code printed before the process ended (``terminate called after throwing an
+    instance of 'c10::Error'`` and its ``what():`` line), on one line: the lines up to a C++
+    backtrace (``Exception raised from``, ``frame #``), at most ``lines`` of them."""
+    kept: list[str] = []
+    for line in text.strip().splitlines():
+        if line.startswith(("Exception raised from", "frame #")) or len(kept) == lines:
+            break
+        if line.strip():
+            kept.append(line.strip())
+    return " ".join(kept)

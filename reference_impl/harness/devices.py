@@ -105,14 +105,45 @@ def adopt_privateuse1(device: str) -> bool:
     return True
 
 
+def vendor_autograd_key(device: str) -> torch._C.DispatchKey | None:
+    """The Autograd key of ``device`` where its kernels there are an out-of-tree package's (the
+    PrivateUse1 backend's), else None."""
+    if device == torch._C._get_privateuse1_backend_name():
+        return torch._C.DispatchKey.AutogradPrivateUse1
+    return None
+
+
+@contextlib.contextmanager
+def without_vendor_autograd(device: str) -> Iterator[None]:
+    """Calls skip the Autograd key of an out-of-tree ``device`` (its package's autograd kernels).
+
+    FakeTensorMode acts at the Python key, which lies below the Autograd keys: a vendor's own
+    kernels there (torch_npu registers 131, ``_thnn_fused_gru_cell`` among them) would run on
+    FakeTensors and reach its runtime (torch_npu's ends the process where no NPU is found).
+    Below Autocast, a policy-only run needs no autograd: only the dtypes are observed."""
+    key = vendor_autograd_key(device)
+    if key is None or torch._C._dispatch_tls_is_dispatch_key_excluded(key):
+        yield
+        return
+    torch._C._dispatch_tls_set_dispatch_key_excluded(key, True)
+    try:
+        yield
+    finally:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(key, False)
+
+
 @contextlib.contextmanager
 def tensor_context(device: str, fake: bool) -> Iterator[None]:
     if not fake:
         yield
         return
     # no fallback kernels: an op without a fake implementation raises instead of running the
-    # real kernel on zeros of the device (a policy-only run never hands an op to the device)
-    with FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False):
+    # real kernel on zeros of the device; no vendor autograd kernels: a policy-only run never
+    # hands an op to a vendor's kernel other than its Autocast ones
+    with (
+        FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False),
+        without_vendor_autograd(device),
+    ):
         yield
 
 
