@@ -15,6 +15,7 @@ that its caller tried.
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
 import re
 from collections.abc import Iterator
 
@@ -115,8 +116,10 @@ def why_not_imported(e: BaseException, module: str, vendor: VendorRelease | None
             parts.append(
                 f"the spec file describes {vendor.described}, and {vendor.package} {installed} is installed"
             )
+    if vendor is not None and vendor.runtime and not any(vendor.runtime in p for p in parts):
+        parts.append(f"what pip does not install, as the file says: {vendor.runtime}")
     ep = autoloaded(module)
-    if ep is not None:
+    if ep is not None and os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "0":
         parts.append(
             f"{module} loads itself on `import torch` (entry point {AUTOLOAD_GROUP}: {ep}): start Python "
             f"with {AUTOLOAD_OFF} to keep torch from loading it; the suite and autocast-spec import it "

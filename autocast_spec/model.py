@@ -15,6 +15,8 @@ from typing import Any
 
 from .catalog import OpInfo
 from .common import SourceLoc, Tolerance, frozen_map
+from .dtype_rules import LOWER_DTYPES, NoAutocast, UnsupportedDtypeRule
+from .higher_order import HigherOrderKernel
 from .surface import Surface
 
 
@@ -70,18 +72,6 @@ class EnvOverride:
     variable: str
     policies: tuple[Policy, ...]
     note: str = ""
-
-
-@dataclass(frozen=True)
-class UnsupportedDtypeRule:
-    """What ``torch.autocast(device, dtype=...)`` does for a dtype the device lacks."""
-
-    action: str  # "warn_and_disable" | "error"
-    message: str  # a regular expression the warning or error must match; {device}: the device's name
-
-    def text(self, device: str) -> str:
-        """The message for ``device`` (a renamed PrivateUse1 backend's warning names it)."""
-        return self.message.replace("{device}", device)
 
 
 @dataclass(frozen=True)
@@ -145,9 +135,16 @@ class DeviceSpec:
     known_bugs: tuple[KnownBug, ...] = ()  # the vendor release's own deviations (its file's known_bugs)
     # a vendor's own operators registered at the key, policy not stated (op -> why)
     registered_only: Mapping[str, str] = field(default_factory=frozen_map)
+    no_autocast: NoAutocast | None = None  # the backend has no autocast (then no ops, no dtypes)
+    higher_order_ops: tuple[HigherOrderKernel, ...] = ()  # Python Autocast kernels of HOPs (own only)
 
     def __repr__(self) -> str:  # short: tracebacks print it once per frame (pytest's repr_args)
         return f"DeviceSpec({self.device!r}, {len(self.ops)} ops, torch {self.torch_versions})"
+
+    @property
+    def lower_dtypes(self) -> tuple[str, ...]:
+        """The supported dtypes the suite tests: the lower ones (float32 accepted is no change)."""
+        return tuple(d for d in self.supported_dtypes if d in LOWER_DTYPES)
 
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)
@@ -274,9 +271,7 @@ class Divergence:
     reason: str
     inputs: str = "float32"  # the run's floating inputs: "float32" or "lower" (the autocast dtype)
     condition: str | None = None  # what the divergence depends on (the host, a library), in words
-    source: str = (
-        ""  # its public link, or where it was seen (a mode divergence; a limitation cites for its own)
-    )
+    source: str = ""  # its public link, or where it was seen (a mode divergence; a limitation its own)
     backend: str | None = None  # the compile backend (mode compile), the export kind (export); None: all
     loc: SourceLoc | None = None  # where it is declared
 

@@ -198,15 +198,32 @@ def load_backend(ds: DeviceSpec, backend: str) -> str:
     return done.note()
 
 
+def _fake_index(ds: DeviceSpec) -> str:
+    """Where a policy-only run makes FakeTensors of ``ds``: on the device as named, or on its
+    index 0 for a backend without autocast (FakeTensor asks the device module for the current
+    index otherwise, which torch-rbln 0.12.0 answers only where a device is found; that run's
+    checks make their tensors there: categories/context.no_autocast)."""
+    return f"{ds.device}:0" if ds.no_autocast is not None else ds.device
+
+
 def _dtypes_for(ds: DeviceSpec, dtype: str | None) -> tuple[str, ...]:
+    """The lower dtypes under test: none for a backend without autocast (its own cases)."""
+    if ds.no_autocast is not None:
+        if dtype not in (None, "all"):
+            raise TargetError(
+                f"--dtype {dtype}: the {ds.device} spec states no autocast ({ds.no_autocast.loc}): "
+                "no dtype to test; leave out --dtype"
+            )
+        return ()
     if dtype is None:
         return (ds.default_dtype,)
     if dtype == "all":
-        return tuple(ds.supported_dtypes)
-    if dtype not in ds.supported_dtypes:
-        return_hint = ", ".join(ds.supported_dtypes)
+        return ds.lower_dtypes
+    if dtype not in ds.lower_dtypes:
+        return_hint = ", ".join(ds.lower_dtypes)
         raise TargetError(
-            f"--dtype {dtype}: the {ds.device} spec does not support it; use one of {return_hint} or 'all'"
+            f"--dtype {dtype}: the {ds.device} spec does not support it as a lower dtype; use one of "
+            f"{return_hint} or 'all'"
         )
     return (dtype,)
 
@@ -251,7 +268,7 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
             f"add --policy-only to check its policy with FakeTensors, or run where the device is"
         )
     if opts.policy_only:
-        reason = fake_device_supported(backend)
+        reason = fake_device_supported(backend, _fake_index(ds))
         if reason:
             raise TargetError(f"--backend {backend} --policy-only: {reason}")
     ref = opts.reference_device or ("cpu" if opts.policy_only else backend)

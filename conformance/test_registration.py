@@ -14,3 +14,8 @@ from conformance.target import Target
 @pytest.mark.conformance_cases("registration")
 def test_registration(target: Target, case: Case) -> None:
     expect(target, registration.kernel_set(target, case))
+
+
+@pytest.mark.conformance_cases("higher_order")
+def test_higher_order_kernel(target: Target, case: Case) -> None:
+    expect(target, registration.higher_order(target, case))

@@ -16,7 +16,9 @@ exactly when autocast acts) or reads the state through torch's queries:
   and disable, with the message naming the supported dtypes; an error; or accept), and no
   warning when the region is disabled anyway;
 * a Hypothesis state machine of enter/exit (normally or by an exception),
-  ``set_autocast_enabled`` and ``set_autocast_dtype`` against a stack model of the state.
+  ``set_autocast_enabled`` and ``set_autocast_dtype`` against a stack model of the state;
+* a backend without autocast (``no_autocast``): ``torch.autocast`` warns once and an op runs as
+  without it; switched on directly, an op falls through or raises the spec's error (one case).
 """
 
 from __future__ import annotations
@@ -24,15 +26,18 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from autocast_spec.dtype_rules import LOWER_DTYPES
 from reference_impl.engine.dtypes import dtype_name, dtype_of
-from reference_impl.harness.state import restore_autocast, snapshot_autocast
+from reference_impl.harness.state import raw_autocast, restore_autocast, snapshot_autocast
 
+from ..kit.calls import capture
 from ..kit.case import Case
 from ..kit.intercept import make_sentinel
 from ..kit.state import autocast_fields
@@ -47,7 +52,9 @@ DECORATOR = "context.decorator"
 EXCEPTION = "context.exception"
 UNSUPPORTED_DTYPE = "context.unsupported_dtype"
 STATE_MACHINE = "context.state_machine"
-CHECKS = (
+NO_AUTOCAST = "context.no_autocast"
+DIRECT_ENABLING = "context.direct_enabling"
+CHECKS: tuple[str, ...] = (
     QUERIES,
     ANY_ENABLED,
     NO_ARGUMENT_QUERY,
@@ -57,6 +64,7 @@ CHECKS = (
     UNSUPPORTED_DTYPE,
     STATE_MACHINE,
 )
+CHECKS += (NO_AUTOCAST, DIRECT_ENABLING)  # a backend without autocast (no_autocast_cases)
 
 
 def _case(target: Target, lower: torch.dtype | None) -> Case:
@@ -282,7 +290,7 @@ class _AutocastModel:
 
 def state_machine(target: Target) -> type[RuleBasedStateMachine]:
     device = target.device
-    dtypes = [dtype_of(d) for d in target.device_spec.supported_dtypes]
+    dtypes = [dtype_of(d) for d in target.device_spec.lower_dtypes]
     shown = Case("context", device)
 
     class AutocastStateMachine(RuleBasedStateMachine):
@@ -338,3 +346,55 @@ def state_machine(target: Target) -> type[RuleBasedStateMachine]:
             self.matches_model()
 
     return AutocastStateMachine
+
+
+@dataclass(frozen=True)
+class Asked:
+    check: str  # how a backend without autocast is asked for it: NO_AUTOCAST | DIRECT_ENABLING
+
+    @property
+    def label(self) -> str:
+        return self.check.split(".", 1)[1]
+
+
+def no_autocast_cases(target: Target) -> list[Case]:
+    """The dtypes a user may ask ``torch.autocast`` for (the default first), and one direct case."""
+    ds = target.device_spec
+    if ds.no_autocast is None:  # a backend with autocast: the per-dtype tests above
+        return []
+    asked = (ds.default_dtype, *(d for d in LOWER_DTYPES if d != ds.default_dtype))
+    cases = [Case("context", target.device, d, variant=Asked(NO_AUTOCAST)) for d in asked]
+    return [*cases, Case("context", target.device, ds.default_dtype, variant=Asked(DIRECT_ENABLING))]
+
+
+GENERATORS = {"no_autocast": no_autocast_cases}
+
+
+def no_autocast(target: Target, case: Case) -> Observation:
+    """``torch.autocast`` warns once and runs ``mm`` as without it; directly enabled, ``mm``
+    falls through or raises the spec's error (``no_autocast.direct_enabling``)."""
+    d, lower, ds = target.device, dtype_of(case.dtype), target.device_spec
+    assert ds.no_autocast is not None and ds.unsupported_dtype is not None and isinstance(case.variant, Asked)
+    with target.tensors(), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        x = torch.ones(4, 4, device=f"{d}:0")  # an index: see conformance/target._fake_index
+        direct = case.variant.check == DIRECT_ENABLING
+        with raw_autocast(d, lower) if direct else target.autocast_impl(d, dtype=lower):
+            on, out = torch.is_autocast_enabled(d), capture(lambda: torch.mm(x, x))
+    ran = one_line(out.error) if out.error is not None else f"runs, {', '.join(out.dtypes)}"
+    if direct:
+        na = ds.no_autocast
+        want = f"raises {na.text(d)}" if na.direct_enabling == "error" else "runs, float32"
+        raised = na.direct_enabling == "error" and out.error is not None and re.search(na.text(d), ran)
+        what = f"torch.mm on {d} tensors after torch.set_autocast_enabled({d!r}, True)"
+        rule = f"no_autocast.direct_enabling: {na.direct_enabling} ({na.loc})"
+        return Observation(case, DIRECT_ENABLING, what, want, want if raised else ran, facts={"rule": rule})
+    warned = sum(ds.unsupported_dtype.text(d).split(".")[0] in str(m.message) for m in w)
+    return Observation(
+        case,
+        NO_AUTOCAST,
+        f"torch.autocast({d!r}, dtype=torch.{case.dtype}) on a backend without autocast",
+        {"warnings": 1, "enabled": False, "torch.mm": "runs, float32"},
+        {"warnings": warned, "enabled": on, "torch.mm": ran},
+        facts={"rule": f"no_autocast ({ds.no_autocast.loc})"},
+    )

@@ -115,7 +115,10 @@ GENERATORS = {"eligibility": cases}
 
 
 def kinds_without_cases(target: Target, made: list[Case]) -> list[EligibilityKind]:
-    """The kinds the rules demand that none of ``made`` (the eligibility cases) checks."""
+    """The kinds the rules demand that none of ``made`` (the eligibility cases) checks. A backend
+    without autocast (``no_autocast``) casts nothing, so none is demanded."""
+    if target.device_spec.no_autocast is not None:
+        return []
     names = {c.variant.name for c in made if isinstance(c.variant, EligibilityKind)}
     return [k for k in eligibility_kinds(target.spec.rules) if k.name not in names]
 

@@ -62,8 +62,11 @@ def _bundled(device: str, version: str) -> tuple[DeviceSpec | None, str]:
 
 
 def _vendor(device: str, version: str) -> tuple[DeviceSpec | None, str]:
-    """``device`` as the bundled vendor spec that states it gives it, for ``version``."""
-    for f in sorted(vendor_spec_dir().glob("*.yaml")):
+    """``device`` as the bundled vendor spec that states it gives it, for ``version``: a file that
+    describes that release first (torch_npu_2.14.yaml before torch_npu.yaml for 2.14)."""
+    files = sorted(vendor_spec_dir().glob("*.yaml"))
+    covers = [f for f in files if any(specifier_contains(r, version) for r in device_torch_ranges([f]))]
+    for f in covers + [f for f in files if f not in covers]:
         data = read_yaml(f, str(f)).data
         if not isinstance(data, dict) or data.get("device") != device:
             continue

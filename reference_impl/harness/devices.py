@@ -147,14 +147,15 @@ def tensor_context(device: str, fake: bool) -> Iterator[None]:
         yield
 
 
-def fake_device_supported(device: str) -> str | None:
-    """None when FakeTensors of ``device`` carry its Autocast key, else the reason."""
+def fake_device_supported(device: str, where: str | None = None) -> str | None:
+    """None when FakeTensors of ``device`` (made on ``where``, default ``device``) carry its
+    Autocast key, else the reason."""
     try:
         with tensor_context(device, fake=True):
-            t = torch.empty(2, device=device)
+            t = torch.empty(2, device=where or device)
             keys = str(torch._C._dispatch_keys(t))
     except Exception as e:  # pragma: no cover - depends on the torch build
-        return f"cannot create FakeTensors on {device!r}: {e}"
+        return f"cannot create FakeTensors on {where or device!r}: {(str(e).strip().splitlines() or [''])[0]}"
     if "Autocast" not in keys:
         return (
             f"FakeTensors on {device!r} carry no Autocast dispatch key in this torch build "
