@@ -17,6 +17,9 @@ from __future__ import annotations
 import importlib.metadata as md
 import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 
 from .model import VendorRelease
@@ -116,7 +119,8 @@ def why_not_imported(e: BaseException, module: str, vendor: VendorRelease | None
             parts.append(
                 f"the spec file describes {vendor.described}, and {vendor.package} {installed} is installed"
             )
-    if vendor is not None and vendor.runtime and not any(vendor.runtime in p for p in parts):
+    native = "ends the process" in parts[0]  # an abort while it loads: not a missing piece
+    if vendor is not None and vendor.runtime and not native and not any(vendor.runtime in p for p in parts):
         parts.append(f"what pip does not install, as the file says: {vendor.runtime}")
     ep = autoloaded(module)
     if ep is not None and os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "0":
@@ -190,3 +194,43 @@ def pairing_note(
         f"autocast-spec probe --device {device} --import {vendor.module} --spec {file} -o {out} "
         f"(then review it and run with --spec {out})"
     )
+
+
+def native_message(text: str, lines: int = 4) -> str:
+    """What native code printed before the process ended (``terminate called after throwing an
+    instance of 'c10::Error'`` and its ``what():`` line), on one line: the lines up to a C++
+    backtrace (``Exception raised from``, ``frame #``), at most ``lines`` of them."""
+    kept: list[str] = []
+    for line in text.strip().splitlines():
+        if line.startswith(("Exception raised from", "frame #")) or len(kept) == lines:
+            break
+        if line.strip() and not line.startswith("[W"):
+            kept.append(line.strip())
+    return " ".join(kept)
+
+
+def import_ends_process(module: str | None = None, timeout: float = 600) -> str | None:
+    """Try ``import torch`` (and ``module``) in a child process first: where that ends the
+    process in native code (an abort while a library loads, which no ``except`` can catch), the
+    reason, with the native message; else None (an ordinary exception is for the caller's own
+    import to report)."""
+    code = "import torch" + (f"; import {module}" if module else "")
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"`{code}` did not finish in {timeout:g} s (tried in a child process)"
+    if p.returncode >= 0 and "terminate called" not in p.stderr:
+        return None
+    how = f"signal {signal.Signals(-p.returncode).name}" if p.returncode < 0 else f"exit {p.returncode}"
+    said = native_message(
+        p.stderr[p.stderr.find("terminate called") :] if "terminate called" in p.stderr else p.stderr
+    )
+    return f"`{code}` ends the process ({how}): {said or 'no message'}"
+
+
+def autoloading() -> list[str]:
+    """The entry points (``name = value``) that ``import torch`` loads here (none where
+    ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``)."""
+    if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") == "0":
+        return []
+    return [f"{ep.name} = {ep.value}" for ep in md.entry_points(group=AUTOLOAD_GROUP)]

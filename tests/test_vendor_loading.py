@@ -207,3 +207,41 @@ def test_extract_takes_a_vendor_files_dtypes_for_another_release_and_says_so(
     assert "describes torch >=2.13,<2.14, not torch 2.15" in err, err
     assert main(["extract", str(source), "--device", "npu", "--torch-version", "2.15"]) == 0
     assert "not torch 2.15: check them against that release" in capsys.readouterr().err
+
+
+ABORTING = (
+    "import os\n"
+    "os.write(2, b\"terminate called after throwing an instance of 'c10::ValueError'\\n"
+    "  what():  Duplicated key 'acme_key' found\\n\")\n"
+    "os.abort()\n"
+)
+
+
+def test_a_package_that_aborts_as_it_loads_is_one_message(tmp_path: Path) -> None:
+    """A native abort while the package loads (torch-npu 2.14.0 in the registry's torch 2.14.0:
+    'Duplicated key') cannot be caught in-process: it is tried in a child process first, and the
+    run stops with exit 2 and the native message, on import torch (an entry point) and on the
+    suite's own import of the module its spec names."""
+    _package(tmp_path, "acme_abort_mod", "def _autoload():\n    import acme_abort_body\n", entry_point=True)
+    (tmp_path / "acme_abort_body.py").write_text(ABORTING, encoding="utf-8")
+    env = {"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": str(Path(sys.executable).parent)}
+    argv = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--co", "-q"]
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "SIGABRT" in p.stderr and "Duplicated key 'acme_key'" in p.stderr, p.stderr[
+        -2000:
+    ]
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in p.stderr, p.stderr[-2000:]
+    spec = tmp_path / "acme.yaml"
+    spec.write_text(
+        "kind: device\ndevice: cpu\ndispatch_key: AutocastCPU\nbuiltin: false\ntorch: '>=2.8,<2.16'\n"
+        "default_dtype: bfloat16\nsupported_dtypes: [bfloat16]\n"
+        "vendor: {package: acme-torch, version: '1.2.3', module: acme_abort_body}\n"
+        "ops:\n  lower_precision_fp: [aten::mm]\n",
+        encoding="utf-8",
+    )
+    argv = [*argv[:-2], "--backend", "cpu", "--spec", str(spec), "--co", "-q", "-n", "0"]
+    p = subprocess.run(
+        argv, env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, capture_output=True, text=True
+    )
+    assert p.returncode == 2 and "ends the process (signal SIGABRT)" in p.stderr, p.stderr[-2000:]
+    assert "Duplicated key 'acme_key'" in p.stderr, p.stderr[-2000:]

@@ -35,6 +35,8 @@ from typing import TextIO
 import pytest
 from pytest_timeout import Settings, is_debugging, timeout_timer
 
+from autocast_spec.imports import native_message
+
 from .bundle import LOGS
 from .identity import option
 
@@ -197,16 +199,3 @@ def lost_test(log: Path, worker: str, nodeid: str, limit: float) -> tuple[str, s
         native = native_message(section[: fatal if fatal >= 0 else len(section)])
         head = f"worker {worker} died while this test ran ({why})" + (f": {native}" if native else "")
     return status, f"{head}\n--- {log.name}:\n{section[:6000]}"
-
-
-def native_message(text: str, lines: int = 4) -> str:
-    """What native code printed before the process ended (``terminate called after throwing an
-    instance of 'c10::Error'`` and its ``what():`` line), on one line: the lines up to a C++
-    backtrace (``Exception raised from``, ``frame #``), at most ``lines`` of them."""
-    kept: list[str] = []
-    for line in text.strip().splitlines():
-        if line.startswith(("Exception raised from", "frame #")) or len(kept) == lines:
-            break
-        if line.strip():
-            kept.append(line.strip())
-    return " ".join(kept)

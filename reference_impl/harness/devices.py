@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from autocast_spec.imports import why_not_imported
+from autocast_spec.imports import import_ends_process, why_not_imported
 from autocast_spec.model import VendorRelease
 
 from ..engine.torch_registry import all_op_names
@@ -81,6 +81,11 @@ def import_vendor(vendor: VendorRelease) -> VendorImport:
     set_here = tuple(k for k in vendor.environment if k not in os.environ)
     for k in set_here:
         os.environ[k] = vendor.environment[k]
+    # tried in a child process first, once per run (an xdist worker's controller has tried it)
+    tried = preloaded or bool(os.environ.get("PYTEST_XDIST_WORKER"))
+    ended = None if tried else import_ends_process(vendor.module)
+    if ended is not None:  # a native abort while it loads: it would end this process too
+        raise VendorImportError(RuntimeError(ended), vendor)
     try:
         importlib.import_module(vendor.module)
     except Exception as e:
