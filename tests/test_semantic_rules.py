@@ -217,7 +217,7 @@ def test_registry_is_the_one_list(cpu: Target) -> None:
     suite = Path(registry.__file__).parent
     modules = {p.stem.removeprefix("test_") for p in suite.glob("test_*.py")}
     assert modules - set(names) <= {
-        "op_policy", "entry_agreement", "hypothesis", "jit_limitations", "modes"
+        "op_policy", "entry_agreement", "hypothesis", "jit_limitations", "modes", "no_autocast"
     }  # fmt: skip
 
 

@@ -111,19 +111,6 @@ def autograd_key_for(dispatch_key: str) -> torch._C.DispatchKey:
 
 
 @contextlib.contextmanager
-def let_through(key: torch._C.DispatchKey) -> Iterator[None]:
-    """Calls reach ``key`` even where the thread excludes it: a policy-only run keeps calls off a
-    vendor's Autograd key (:func:`.devices.without_vendor_autograd`), where the recording kernels
-    of an interception sit."""
-    excluded = torch._C._dispatch_tls_is_dispatch_key_excluded(key)
-    torch._C._dispatch_tls_set_dispatch_key_excluded(key, False)
-    try:
-        yield
-    finally:
-        torch._C._dispatch_tls_set_dispatch_key_excluded(key, excluded)
-
-
-@contextlib.contextmanager
 def intercept(op: str, autograd_key: torch._C.DispatchKey) -> Iterator[list[Call]]:
     """Record (and stop) every call to any overload of ``op``'s name below Autocast.
 
@@ -150,7 +137,7 @@ def intercept(op: str, autograd_key: torch._C.DispatchKey) -> Iterator[list[Call
         for ov in overloads:
             ov.py_kernels[autograd_key] = recorder(ov)
             ov._dispatch_cache.clear()
-        with enable_python_dispatcher(), let_through(autograd_key):
+        with enable_python_dispatcher():
             yield calls
     finally:
         for ov, prev in saved.items():
@@ -179,8 +166,7 @@ def intercept_registered(op: str, autograd_key: torch._C.DispatchKey) -> Iterato
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
             lib.impl(f"{name}.{overload}" if overload else name, kernel, autograd_key.name)
-        with let_through(autograd_key):
-            yield calls
+        yield calls
     finally:
         lib._destroy()
 

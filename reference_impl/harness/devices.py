@@ -7,8 +7,10 @@ import functools
 import importlib
 import os
 import sys
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -16,7 +18,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from autocast_spec.imports import import_ends_process, why_not_imported
 from autocast_spec.model import VendorRelease
 
-from ..engine.torch_registry import all_op_names
+from ..engine.torch_registry import all_op_names, op_overload
 
 
 @functools.cache
@@ -110,31 +112,49 @@ def adopt_privateuse1(device: str) -> bool:
     return True
 
 
-def vendor_autograd_key(device: str) -> torch._C.DispatchKey | None:
-    """The Autograd key of ``device`` where its kernels there are an out-of-tree package's (the
-    PrivateUse1 backend's), else None."""
-    if device == torch._C._get_privateuse1_backend_name():
-        return torch._C.DispatchKey.AutogradPrivateUse1
-    return None
+@functools.cache
+def vendor_autograd_neutralized(device: str) -> tuple[str, ...]:
+    """Replace, for this process, the kernels an out-of-tree package registered at the Autograd key
+    of ``device`` (the renamed PrivateUse1 backend's) with what torch's own would do; the aten
+    operators replaced (none for another device).
+
+    FakeTensorMode acts at the Python key, below the Autograd keys: a vendor's own kernels there
+    (torch_npu 2.14.0 registers 131, ``_thnn_fused_gru_cell``, ``matmul``, ``lstm_cell`` among
+    them) would run on FakeTensors and reach its runtime (torch_npu's end the process where no NPU
+    is found). torch registers none of its own at that key directly (its Autograd kernels are the
+    alias's), so each one listed is the vendor's. In its place: a CompositeImplicitAutograd op
+    decomposes there, as torch's would (its inner ops meet autocast again); another runs below
+    autograd (a policy-only run observes dtypes, not gradients). Called by a policy-only run only:
+    the device is absent, so the vendor's autograd kernels could not have run for real either."""
+    if device != torch._C._get_privateuse1_backend_name():
+        return ()
+    key = "AutogradPrivateUse1"
+    ops = sorted(
+        o for o in torch._C._dispatch_get_registrations_for_dispatch_key(key) if o.startswith("aten::")
+    )
+    lib = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+        for op in ops:
+            lib.impl(op.split("::", 1)[1], _as_torch_would(op), key)
+    _KEPT.append(lib)  # registered for the process's life
+    return tuple(ops)
 
 
-@contextlib.contextmanager
-def without_vendor_autograd(device: str) -> Iterator[None]:
-    """Calls skip the Autograd key of an out-of-tree ``device`` (its package's autograd kernels).
+_KEPT: list[torch.library.Library] = []
 
-    FakeTensorMode acts at the Python key, which lies below the Autograd keys: a vendor's own
-    kernels there (torch_npu registers 131, ``_thnn_fused_gru_cell`` among them) would run on
-    FakeTensors and reach its runtime (torch_npu's ends the process where no NPU is found).
-    Below Autocast, a policy-only run needs no autograd: only the dtypes are observed."""
-    key = vendor_autograd_key(device)
-    if key is None or torch._C._dispatch_tls_is_dispatch_key_excluded(key):
-        yield
-        return
-    torch._C._dispatch_tls_set_dispatch_key_excluded(key, True)
-    try:
-        yield
-    finally:
-        torch._C._dispatch_tls_set_dispatch_key_excluded(key, False)
+
+def _as_torch_would(op: str) -> Callable[..., Any]:
+    overload = op_overload(op)
+    composite = torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CompositeImplicitAutograd")
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        if composite:
+            return overload.decompose(*args, **kwargs)
+        with torch._C._AutoDispatchBelowAutograd():
+            return overload(*args, **kwargs)
+
+    return kernel
 
 
 @contextlib.contextmanager
@@ -145,10 +165,8 @@ def tensor_context(device: str, fake: bool) -> Iterator[None]:
     # no fallback kernels: an op without a fake implementation raises instead of running the
     # real kernel on zeros of the device; no vendor autograd kernels: a policy-only run never
     # hands an op to a vendor's kernel other than its Autocast ones
-    with (
-        FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False),
-        without_vendor_autograd(device),
-    ):
+    vendor_autograd_neutralized(device)
+    with FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False):
         yield
 
 
