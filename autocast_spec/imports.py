@@ -51,6 +51,12 @@ def installed_version(package: str) -> str | None:
         return None
 
 
+def _distribution(module: str) -> str:
+    """The installed distribution that provides ``module`` (its own name where none is known)."""
+    names = md.packages_distributions().get(module.split(".", 1)[0]) or [module]
+    return names[0]
+
+
 def _package_holds(package: str, filename: str) -> bool:
     try:
         files = md.files(package) or []
@@ -74,7 +80,7 @@ def _runtime(vendor: VendorRelease | None) -> str:
 
 def _cause(e: BaseException, module: str, vendor: VendorRelease | None) -> str:
     """The cause, in words, from the deepest informative exception of the chain."""
-    package = vendor.package if vendor else module
+    package = vendor.package if vendor else _distribution(module)
     installed = installed_version(package)
     release = f"{package} {installed}" if installed else package
     for err in _chain(e):
@@ -86,9 +92,9 @@ def _cause(e: BaseException, module: str, vendor: VendorRelease | None) -> str:
                     f"{lib}, a file of {release}, cannot be loaded ({_first_line(err)}): reinstall {package}"
                 )
             return (
-                f"the shared library {lib} is missing: it is not a file of the pip package {release}; the "
-                f"vendor's runtime{_runtime(vendor)} provides it, which pip does not install: install that "
-                "runtime and set up its environment (its libraries on the loader path) before running"
+                f"the shared library {lib} is missing: it is not a file of the pip package {release}, but "
+                f"of the vendor's runtime{_runtime(vendor)}, which pip does not install: install it "
+                "and set up its environment (its libraries on the loader path) before running"
             )
     for err in _chain(e):
         if isinstance(err, ModuleNotFoundError) and err.name:
