@@ -133,12 +133,18 @@ def vendor_autograd_neutralized(device: str) -> tuple[str, ...]:
         o for o in torch._C._dispatch_get_registrations_for_dispatch_key(key) if o.startswith("aten::")
     )
     lib = torch.library.Library("aten", "IMPL")
+    replaced = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
         for op in ops:
-            lib.impl(op.split("::", 1)[1], _as_torch_would(op), key)
+            try:
+                kernel = _as_torch_would(op)
+            except Exception:  # a name the registry lists but Python cannot resolve (torch-tpu's ctc_loss)
+                continue
+            lib.impl(op.split("::", 1)[1], kernel, key)
+            replaced.append(op)
     _KEPT.append(lib)  # registered for the process's life
-    return tuple(ops)
+    return tuple(replaced)
 
 
 _KEPT: list[torch.library.Library] = []
