@@ -21,7 +21,7 @@ pytest_plugins = [
     "conformance.collection",
     "conformance.certify.plugin",
     "conformance.certify.isolation",
-    "conformance.without_autocast",
+    "conformance.inapplicable",
     "conformance.modes.plugin",
 ]
 
