@@ -136,3 +136,11 @@ def test_higher_order_kernels_are_stated_and_checked(tmp_path: Path) -> None:
         p.returncode == 1
         and "test_higher_order_kernel[cpu-unlisted-higher_order::flex_attention]" in p.stdout
     )
+
+
+def test_no_empty_mandatory_test_where_nothing_is_declared() -> None:
+    """A backend with autocast and no higher-order kernels on its key (mps) has no case of
+    test_no_autocast or test_higher_order_kernel: both are deselected, not skipped as an empty
+    parameter set (a skip in the mandatory core refuses certification)."""
+    p = run_suite("--backend", "mps", "--policy-only", "-k", "test_no_autocast or test_higher_order_kernel")
+    assert p.returncode == 5 and "skipped" not in p.stdout and "deselected" in p.stdout, summary(p)
