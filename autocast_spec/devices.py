@@ -16,9 +16,12 @@ from typing import Any
 from .builders import known_bugs_of
 from .common import SourceLoc, frozen_map
 from .env_overrides import apply_env_overrides
+from .higher_order import HigherOrderKernel
+from .imports import loader_variable_problem
 from .model import (
     DeviceSpec,
     EnvOverride,
+    NoAutocast,
     OpPolicy,
     Policy,
     PolicyWrapper,
@@ -58,7 +61,12 @@ def _vendor(block: Mapping[str, Any]) -> VendorRelease:
     env = {str(k): str(v) for k, v in (block.get("environment") or {}).items()}
     forms = block.get("source_forms")
     return VendorRelease(
-        block["package"], block["version"], block["module"], frozen_map(env), _forms(forms) if forms else None
+        block["package"],
+        block["version"],
+        block["module"],
+        frozen_map(env),
+        _forms(forms) if forms else None,
+        str(block.get("runtime", "")),
     )
 
 
@@ -73,6 +81,43 @@ def _forms(block: Mapping[str, Any]) -> SourceForms:
     }
     macros = frozen_map(dict(block.get("block_macros") or {}))
     return SourceForms(block["source"], macros, frozen_map(wrappers))
+
+
+def _environment_problems(doc: YamlDocument) -> list[SpecProblem]:
+    """``vendor.environment`` entries that would change how processes load code (refused)."""
+    env = (doc.data.get("vendor") or {}).get("environment") or {}
+    return [
+        SpecProblem(doc.file, doc.line_of(("vendor", "environment", name)), why)
+        for name in env
+        if (why := loader_variable_problem(str(name))) is not None
+    ]
+
+
+def _no_autocast(doc: YamlDocument, probs: list[SpecProblem]) -> NoAutocast:
+    """``no_autocast``: the backend has no autocast, so the file lists no ops or dtypes of it."""
+    d = doc.data
+    block = d["no_autocast"]
+    line = doc.line_of(("no_autocast",))
+    said = [k for k in ("ops", "remove", "extends", "supported_dtypes") if d.get(k)]
+    if said:
+        probs.append(
+            SpecProblem(doc.file, line, f"no_autocast: the file may not also give {', '.join(said)}")
+        )
+    rule = d.get("unsupported_dtype") or {}
+    if rule.get("action") != "warn_and_disable":
+        probs.append(
+            SpecProblem(
+                doc.file,
+                line,
+                "no_autocast: give unsupported_dtype {action: warn_and_disable, message: ...}, the warning "
+                "torch.autocast gives for every dtype on a backend without autocast",
+            )
+        )
+    if block["direct_enabling"] == "error" and not block.get("message"):
+        probs.append(SpecProblem(doc.file, line, "no_autocast: direct_enabling error needs its 'message'"))
+    return NoAutocast(
+        block["reason"], block["direct_enabling"], SourceLoc(doc.file, line), str(block.get("message", ""))
+    )
 
 
 def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) -> RawDevice:
@@ -124,6 +169,7 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
                 by_dtype=_by_dtype(e),
             )
     fields_bugs = known_bugs_of(doc, app.version, d["torch"])  # the vendor's own, not inherited
+    probs.extend(_environment_problems(doc))
     removes = []
     for i, item in enumerate(d.get("remove") or []):
         e = _entry(item)
@@ -151,6 +197,15 @@ def raw_device(doc: YamlDocument, app: Applicability, probs: list[SpecProblem]) 
     }
     if fields_bugs:
         fields["known_bugs"] = fields_bugs
+    if "no_autocast" in d:
+        fields["no_autocast"] = _no_autocast(doc, probs)
+    fields["higher_order_ops"] = tuple(  # the file's own: never inherited through extends
+        HigherOrderKernel(
+            e["op"], e["policy"], tuple(e.get("args") or ()), SourceLoc(doc.file, line), e.get("note", "")
+        )
+        for i, e in enumerate(d.get("higher_order_ops") or ())
+        if app.admits(e) and (line := doc.line_of(("higher_order_ops", i)))
+    )
     return RawDevice(doc, d["device"], d.get("extends"), ops, removes, fields, SourceLoc(doc.file, 1))
 
 
@@ -220,7 +275,9 @@ def resolve_devices(
             continue
         ops, fields = res
         r = raw[name]
-        missing = [k for k in ("dispatch_key", "default_dtype", "supported_dtypes") if k not in fields]
+        none = fields.get("no_autocast")
+        needed = ("dispatch_key", "default_dtype") + (() if none else ("supported_dtypes",))
+        missing = [k for k in needed if k not in fields]
         if missing:
             probs.append(
                 SpecProblem(
@@ -230,7 +287,7 @@ def resolve_devices(
                 )
             )
             continue
-        if fields["default_dtype"] not in fields["supported_dtypes"]:
+        if not none and fields["default_dtype"] not in fields["supported_dtypes"]:
             probs.append(
                 SpecProblem(
                     r.doc.file,
@@ -249,7 +306,7 @@ def resolve_devices(
             dispatch_key=fields["dispatch_key"],
             torch_versions=fields["torch"],
             default_dtype=fields["default_dtype"],
-            supported_dtypes=tuple(fields["supported_dtypes"]),
+            supported_dtypes=tuple(fields.get("supported_dtypes") or ()),
             ops=frozen_map(dict(sorted(ops.items()))),
             loc=r.loc,
             builtin=bool(fields.get("builtin", False)),
@@ -264,6 +321,8 @@ def resolve_devices(
             vendor=_vendor(fields["vendor"]) if fields.get("vendor") else None,
             known_bugs=tuple(fields.get("known_bugs") or ()),
             registered_only=frozen_map({e["op"]: e["reason"] for e in fields.get("registered_only") or ()}),
+            no_autocast=none,
+            higher_order_ops=tuple(fields.get("higher_order_ops") or ()),
         )
         resolved[name] = apply_env_overrides(ds, os.environ if environ is None else environ)
     return resolved

@@ -14,6 +14,7 @@ devices mean what they always meant (``vendor_spec_dir``).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,3 +151,18 @@ def content_hash(files: Iterable[Path]) -> str:
         h.update(b"\0")
         h.update(data)
     return h.hexdigest()
+
+
+def names_vendor(device: str, paths: Sequence[Path] | None = None) -> bool:
+    """Whether the device file for ``device`` names a vendor's package (a ``vendor:`` block: an
+    out-of-tree release whose native code the suite runs): the caller's files in ``paths`` first,
+    else the bundled spec. Only files that name the device are parsed (a quick look, before the
+    spec is loaded)."""
+    user, _ = _files_for(paths) if paths else ([], [])
+    named = re.compile(rf"^device:\s*['\"]?{re.escape(device)}['\"]?\s*$", re.MULTILINE)
+    for files in (user, spec_files([bundled_spec_dir()])):
+        hits = [f for f in files if named.search(f.read_text(encoding="utf-8", errors="replace"))]
+        docs = [d for d in read_documents(hits, []) if d.data.get("kind") == "device"]
+        if docs:
+            return any(d.data.get("vendor") for d in docs)
+    return False

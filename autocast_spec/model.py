@@ -16,6 +16,8 @@ from typing import Any
 from . import vocabulary as vocab
 from .catalog import OpInfo
 from .common import SourceLoc, Tolerance, frozen_map
+from .dtype_rules import LOWER_DTYPES, NoAutocast, UnsupportedDtypeRule
+from .higher_order import HigherOrderKernel
 from .surface import Surface
 
 
@@ -74,18 +76,6 @@ class EnvOverride:
 
 
 @dataclass(frozen=True)
-class UnsupportedDtypeRule:
-    """What ``torch.autocast(device, dtype=...)`` does for a dtype the device lacks."""
-
-    action: vocab.UnsupportedAction
-    message: str  # a regular expression the warning or error must match; {device}: the device's name
-
-    def text(self, device: str) -> str:
-        """The message for ``device`` (a renamed PrivateUse1 backend's warning names it)."""
-        return self.message.replace("{device}", device)
-
-
-@dataclass(frozen=True)
 class PolicyWrapper:
     """A vendor's kernel template whose leading template arguments are a cast policy per dtype."""
 
@@ -113,6 +103,8 @@ class VendorRelease:
     # (Google's torch-tpu: TPU_SKIP_MDS_QUERY=1, or its libtpu asks a cloud metadata server)
     environment: Mapping[str, str] = field(default_factory=frozen_map)
     source_forms: SourceForms | None = None
+    # what the package needs that pip does not install (the vendor's driver and toolkit), in words
+    runtime: str = ""
 
     @property
     def described(self) -> str:
@@ -144,9 +136,16 @@ class DeviceSpec:
     known_bugs: tuple[KnownBug, ...] = ()  # the vendor release's own deviations (its file's known_bugs)
     # a vendor's own operators registered at the key, policy not stated (op -> why)
     registered_only: Mapping[str, str] = field(default_factory=frozen_map)
+    no_autocast: NoAutocast | None = None  # the backend has no autocast (then no ops, no dtypes)
+    higher_order_ops: tuple[HigherOrderKernel, ...] = ()  # Python Autocast kernels of HOPs (own only)
 
     def __repr__(self) -> str:  # short: tracebacks print it once per frame (pytest's repr_args)
         return f"DeviceSpec({self.device!r}, {len(self.ops)} ops, torch {self.torch_versions})"
+
+    @property
+    def lower_dtypes(self) -> tuple[str, ...]:
+        """The supported dtypes the suite tests: the lower ones (float32 accepted is no change)."""
+        return tuple(d for d in self.supported_dtypes if d in LOWER_DTYPES)
 
     def policy_of(self, op: str) -> Policy | None:
         entry = self.ops.get(op)
@@ -273,9 +272,7 @@ class Divergence:
     reason: str
     inputs: vocab.InputKind = "float32"
     condition: str | None = None  # what the divergence depends on (the host, a library), in words
-    source: str = (
-        ""  # its public link, or where it was seen (a mode divergence; a limitation cites for its own)
-    )
+    source: str = ""  # its public link, or where it was seen (a mode divergence; a limitation its own)
     backend: str | None = None  # the compile backend (mode compile), the export kind (export); None: all
     loc: SourceLoc | None = None  # where it is declared
 

@@ -22,6 +22,8 @@ pytest_plugins = [
     "conformance.collection",
     "conformance.certify.plugin",
     "conformance.execution",
+    "conformance.certify.isolation",
+    "conformance.inapplicable",
 ]
 
 # The markers come from the category registry (conformance.registry).

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from autocast_spec.imports import pairing_note
 from autocast_spec.model import DeviceSpec, Spec
 from autocast_spec.problems import SpecError
 from autocast_spec.versions import VersionChoice
@@ -98,10 +99,17 @@ class Target:
 
     @property
     def version_note(self) -> str:
-        """One line when the spec describes another torch release than the installed one."""
-        return VersionChoice(
-            self.spec.torch_version, self.spec.installed_torch or self.spec.torch_version
-        ).note()
+        """One line when the spec describes another torch release than the installed one, or a
+        vendor's file another release of its package or of torch than those installed."""
+        installed = self.spec.installed_torch or self.spec.torch_version
+        notes = [VersionChoice(self.spec.torch_version, installed).note(), self._pairing_note(installed)]
+        return "; ".join(n for n in notes if n)
+
+    def _pairing_note(self, installed_torch: str) -> str:
+        ds = self.device_spec
+        if ds.vendor is None or self.uses_reference:
+            return ""
+        return pairing_note(ds.vendor, ds.loc.file, self.device, ds.torch_versions, installed_torch)
 
     def absent_reason(self, op: str) -> str:
         return (
@@ -196,23 +204,39 @@ def load_backend(ds: DeviceSpec, backend: str) -> str:
     except VendorImportError as e:
         raise TargetError(
             f"--spec {ds.loc.file}: it describes {ds.vendor.described}, whose module "
-            f"{ds.vendor.module!r} does not import ({e.why}); "
-            f"install it: pip install {ds.vendor.package}=={ds.vendor.version}"
+            f"{ds.vendor.module!r} does not import: {e.why}"
         ) from None
     if ds.dispatch_key == "AutocastPrivateUse1" and backend == ds.device:
         adopt_privateuse1(backend)
     return done.note()
 
 
+def _fake_index(ds: DeviceSpec) -> str:
+    """Where a policy-only run makes FakeTensors of ``ds``: on the device as named, or on its
+    index 0 for a backend without autocast (FakeTensor asks the device module for the current
+    index otherwise, which torch-rbln 0.12.0 answers only where a device is found; that run's
+    checks make their tensors there: categories/no_autocast.py)."""
+    return f"{ds.device}:0" if ds.no_autocast is not None else ds.device
+
+
 def _dtypes_for(ds: DeviceSpec, dtype: str | None) -> tuple[str, ...]:
+    """The lower dtypes under test: none for a backend without autocast (its own cases)."""
+    if ds.no_autocast is not None:
+        if dtype not in (None, "all"):
+            raise TargetError(
+                f"--dtype {dtype}: the {ds.device} spec states no autocast ({ds.no_autocast.loc}): "
+                "no dtype to test; leave out --dtype"
+            )
+        return ()
     if dtype is None:
         return (ds.default_dtype,)
     if dtype == "all":
-        return tuple(ds.supported_dtypes)
-    if dtype not in ds.supported_dtypes:
-        return_hint = ", ".join(ds.supported_dtypes)
+        return ds.lower_dtypes
+    if dtype not in ds.lower_dtypes:
+        return_hint = ", ".join(ds.lower_dtypes)
         raise TargetError(
-            f"--dtype {dtype}: the {ds.device} spec does not support it; use one of {return_hint} or 'all'"
+            f"--dtype {dtype}: the {ds.device} spec does not support it as a lower dtype; use one of "
+            f"{return_hint} or 'all'"
         )
     return (dtype,)
 
@@ -255,7 +279,7 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
             f"add --policy-only to check its policy with FakeTensors, or run where the device is"
         )
     if opts.policy_only:
-        reason = fake_device_supported(backend)
+        reason = fake_device_supported(backend, _fake_index(ds))
         if reason:
             raise TargetError(f"--backend {backend} --policy-only: {reason}")
     ref = opts.reference_device or ("cpu" if opts.policy_only else backend)

@@ -81,7 +81,9 @@ def test_vendor_known_bug_without_source_needs_seen_on(tmp_path: Path) -> None:
 
 
 def test_registered_only_operators_get_a_registration_case(tmp_path: Path) -> None:
+    from autocast_spec.model import Policy
     from conformance.categories import registration
+    from conformance.kit.case import Listing
 
     f = _file(
         tmp_path,
@@ -90,7 +92,7 @@ def test_registered_only_operators_get_a_registration_case(tmp_path: Path) -> No
     )
     t = resolve_target(Options("cpu", None, (str(f),), None, False))
     by_op = {c.op: c.policy for c in registration.cases(t)}
-    assert by_op["aten::mm"] == registration.REGISTERED_ONLY and by_op["aten::addmm"] == "fp32"
+    assert by_op["aten::mm"] is Listing.REGISTERED_ONLY and by_op["aten::addmm"] is Policy.FP32
 
 
 def test_intercept_registered_sees_the_call_and_leaves_no_kernel() -> None:

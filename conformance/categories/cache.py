@@ -67,7 +67,7 @@ GIVEN = {
 
 def cases(target: Target) -> list[Case[Scenario]]:
     cached = target.spec.rules.cache.policies
-    two_dtypes = len(target.device_spec.supported_dtypes) >= 2
+    two_dtypes = len(target.device_spec.lower_dtypes) >= 2
     # per dtype, the ops of each cached policy in the rule's order, by name
     by_policy = sorted(
         listed_ops(target, cached), key=lambda lo: (target.dtypes.index(lo.dtype), cached.index(lo.policy))
@@ -77,7 +77,7 @@ def cases(target: Target) -> list[Case[Scenario]]:
     def cached_under_both(op: str, dtype: torch.dtype) -> bool:
         """The op is cached under the other lower dtype too (not so where its policy follows
         the dtype, ``by_dtype``: IPEX's _addmm_activation is fp32 under float16)."""
-        others = [d for d in ds.supported_dtypes if d != dtype_name(dtype)]
+        others = [d for d in ds.lower_dtypes if d != dtype_name(dtype)]
         return two_dtypes and all(ds.ops[op].policy_under(d) in cached for d in others)
 
     return [
@@ -210,7 +210,7 @@ def _other_dtype(target: Target, case: Case) -> Observation:
     other lower dtype: under rules.cache.key source_and_dtype the nested call gets a fresh
     cast to its own dtype; under source it gets the outer region's cast again."""
     lower = lower_of(case)
-    other = dtype_of(next(d for d in target.device_spec.supported_dtypes if d != case.dtype_text))
+    other = dtype_of(next(d for d in target.device_spec.lower_dtypes if d != case.dtype_text))
     key = target.spec.rules.cache.key
     m = _inputs(target, case)
     p = Sentinel(target, case.op, m, case, OTHER_DTYPE)

@@ -17,6 +17,8 @@ exactly when autocast acts) or reads the state through torch's queries:
   warning when the region is disabled anyway;
 * a Hypothesis state machine of enter/exit (normally or by an exception),
   ``set_autocast_enabled`` and ``set_autocast_dtype`` against a stack model of the state.
+
+A backend without autocast is the ``no_autocast`` category's.
 """
 
 from __future__ import annotations
@@ -287,7 +289,7 @@ class _AutocastModel:
 
 def state_machine(target: Target) -> type[RuleBasedStateMachine]:
     device = target.device
-    dtypes = [dtype_of(d) for d in target.device_spec.supported_dtypes]
+    dtypes = [dtype_of(d) for d in target.device_spec.lower_dtypes]
     shown: Case[None] = Case("context", device)
 
     class AutocastStateMachine(RuleBasedStateMachine):

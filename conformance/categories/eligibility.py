@@ -119,7 +119,10 @@ CATEGORY = Category(
 
 
 def kinds_without_cases(target: Target, made: list[Case[EligibilityKind]]) -> list[EligibilityKind]:
-    """The kinds the rules demand that none of ``made`` (the eligibility cases) checks."""
+    """The kinds the rules demand that none of ``made`` (the eligibility cases) checks. A backend
+    without autocast (``no_autocast``) casts nothing, so none is demanded."""
+    if target.device_spec.no_autocast is not None:
+        return []
     names = {c.params.name for c in made if c.params is not None}
     return [k for k in eligibility_kinds(target.spec.rules) if k.name not in names]
 

@@ -6,6 +6,12 @@ device's ``Autocast<Device>`` dispatch key (the installed torch's dispatcher), o
 
 Procedure: ask the dispatcher whether the op has a kernel at that key.
 Expectation: a listed op has a kernel; an op with a kernel is listed.
+
+Higher-order operators (``higher_order_ops``: Python kernels, ``HigherOrderOperator.py_impl``):
+every one the spec lists and every one with a Python kernel at the key, once each, and per
+dtype under test each listed one's policy: called on float32 tensors under autocast, what
+reaches the Autograd key below (intercepted there) has its ``args`` in the autocast dtype
+(``lower_precision_fp``) or as given (``none``).
 """
 
 from __future__ import annotations

@@ -194,7 +194,7 @@ GRAD_MODES = {"no_grad": torch.no_grad, "enable_grad": torch.enable_grad, "infer
 def make_machine(target: Target, lower: torch.dtype) -> type[RuleBasedStateMachine]:
     d = target.device
     pool = transition_pool(target, lower)
-    dtypes = [dtype_of(x) for x in target.device_spec.supported_dtypes]
+    dtypes = [dtype_of(x) for x in target.device_spec.lower_dtypes]
 
     class Transitions(RuleBasedStateMachine):
         def __init__(self) -> None:

@@ -40,6 +40,7 @@ from conformance.errors import usage_error
 from . import bundle as B
 from .expectations import EMPTY, Expectations, load_expectations
 from .identity import SUITE_PACKAGE, option, suite_root
+from .isolation import worker_log_root
 from .listing import ListOnly
 from .outcomes import Outcomes, fix_randomness
 from .recorder import Recorder
@@ -172,6 +173,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if plan is not None:
             config.pluginmanager.register(ShardFilter(plan), "autocast-certify-shard")
         return
+    plain = worker_log_root(config)
+    if plain is not None:  # a plain run's isolating worker (.isolation): its log, for a lost test
+        wid = config.workerinput["workerid"]  # type: ignore[attr-defined]
+        config.pluginmanager.register(WorkerLog(log_path(plain, wid)), "autocast-isolated-worker")
     plan = shard_plan(config)
     certify = option(config, "certify")
     if certify and not hasattr(config, "workerinput"):

@@ -24,6 +24,7 @@ test, then only what explains a lost test.
 from __future__ import annotations
 
 import faulthandler
+import os
 import re
 import sys
 import threading
@@ -33,6 +34,8 @@ from typing import TextIO
 
 import pytest
 from pytest_timeout import Settings, is_debugging, timeout_timer
+
+from autocast_spec.imports import native_message
 
 from .bundle import LOGS
 from .identity import option
@@ -137,6 +140,10 @@ class WorkerLog:
 
     def pytest_sessionstart(self) -> None:
         faulthandler.enable(file=self.file, all_threads=False)  # after pytest's own set-up
+        # native code writes its last words (std::terminate's "what():") to file descriptor 2:
+        # into this log, where lost_test finds them (pytest captures sys.stderr only: .isolation)
+        sys.stderr.flush()
+        os.dup2(self.file.fileno(), 2)
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         self.note(START_MARK + nodeid)
@@ -192,5 +199,6 @@ def lost_test(log: Path, worker: str, nodeid: str, limit: float) -> tuple[str, s
         status = "crash"
         fatal = section.find("Fatal Python error")
         why = section[fatal:].split("\n", 1)[0] if fatal >= 0 else "no fatal-error report in its log"
-        head = f"worker {worker} died while this test ran ({why})"
-    return status, f"{head}\n--- {log.name}:\n{section[:3000]}"
+        native = native_message(section[: fatal if fatal >= 0 else len(section)])
+        head = f"worker {worker} died while this test ran ({why})" + (f": {native}" if native else "")
+    return status, f"{head}\n--- {log.name}:\n{section[:6000]}"

@@ -48,6 +48,7 @@ class Listing(enum.Enum):
     """The policy part of a case for an op the device lists under no policy."""
 
     UNLISTED = "unlisted"  # the spec does not list it
+    NONE = "none"  # listed to pass on uncast (a higher-order operator's kernel)
     REGISTERED_ONLY = "registered_only"  # a vendor's operator listed without a policy
 
 

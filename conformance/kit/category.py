@@ -45,6 +45,8 @@ class Category:
     mandatory_able: bool = True  # mandatory_core may name it
     needs_output: bool = False  # its checks look at the output of the op's kernel on its samples
     runs_kernel: bool = False  # its checks run the op's kernel (a declared kernel gap makes them not apply)
+    # its cases exist only where the device file declares them: none elsewhere is no test, not a skip
+    only_where_declared: bool = False
 
     @property
     def description(self) -> str:

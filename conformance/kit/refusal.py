@@ -70,15 +70,30 @@ def kernel_gap(target: Target, op: str, dtype: torch.dtype | None) -> str | None
 
 
 def autocast_acts(target: Target, lower: torch.dtype) -> str | None:
-    """None when the autocast under test really enables on this backend here, else why not."""
+    """None when the autocast under test really enables on this backend here, else why not. In
+    a policy-only run (no device) ``torch.autocast`` raising counts as not enabling: torch-npu's
+    asks its runtime for the dtypes it supports, which raises where no NPU is found."""
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        with target.autocast_impl(target.device, dtype=lower):
-            on = torch.is_autocast_enabled(target.device)
+        try:
+            with target.autocast_impl(target.device, dtype=lower):
+                on = torch.is_autocast_enabled(target.device)
+        except Exception as e:
+            if not target.policy_only:
+                raise
+            return f"torch.autocast({target.device!r}) raises on this machine (no device): {one_line(e)}"
     if on:
         return None
     why = "; ".join(str(x.message).splitlines()[0] for x in w) or "it stays disabled"
     return f"autocast({target.device!r}) does not enable on this machine ({why})"
+
+
+def skip_if_autocast_raises(target: Target, dtype: torch.dtype | None) -> None:
+    """Not applicable where the autocast under test cannot even be entered (a policy-only run in
+    which ``torch.autocast`` asks the absent device's runtime, and it raises)."""
+    why = autocast_acts(target, dtype) if target.policy_only and dtype is not None else None
+    if why is not None and "raises on this machine" in why:
+        not_applicable(why)
 
 
 def require_autocast(target: Target, lower: torch.dtype) -> None:

@@ -7,6 +7,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from autocast_spec.imports import why_not_imported
 from autocast_spec.model import Spec
 from autocast_spec.problems import SpecError
 
@@ -51,7 +52,9 @@ def import_modules(modules: list[str]) -> None:
         try:
             importlib.import_module(module)
         except Exception as e:
-            raise UsageError(f"--import {module}: {type(e).__name__}: {str(e).strip()[:200]}") from None
+            raise UsageError(
+                f"--import {module}: it does not import: {why_not_imported(e, module)}"
+            ) from None
 
 
 def load_or_fail(paths: list[Path] | None, torch_version: str | None = None) -> Spec:

@@ -112,8 +112,7 @@ def import_for_probe(device: str, other: Side) -> None:
     except VendorImportError as e:
         raise UsageError(
             f"probe:{device}: {other.label} describes {vendor.described}, whose module "
-            f"{vendor.module!r} must be imported to probe {device}, and it does not import here "
-            f"({e.why}); run diff where 'pip install {vendor.package}=={vendor.version}' installed it"
+            f"{vendor.module!r} must be imported to probe {device}, and it does not import here: {e.why}"
         ) from None
     if ds.dispatch_key == "AutocastPrivateUse1":
         adopt_privateuse1(device)

@@ -75,9 +75,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _vendor_device(path: Path, torch_version: str | None) -> DeviceSpec:
-    """The one device of the spec file ``--spec`` names (a directory or a bundled name is refused)."""
-    side = resolve_side(str(path), torch_version) if path.is_file() else None
+def one_device_file(path: Path) -> DeviceSpec:
+    """The one device of the spec file ``--spec`` names (a directory or a bundled name is refused),
+    read for a torch release it describes: with ``--torch-version`` outside its range its dtype
+    defaults and forms are taken all the same, and a note says so (as for a bundled vendor file)."""
+    side = resolve_side(str(path), None) if path.is_file() else None
     if side is None or not side.single:
         raise UsageError(f"--spec {path}: name one device's spec file (e.g. spec/vendors/ipex.yaml)")
     return side.device
@@ -85,7 +87,7 @@ def _vendor_device(path: Path, torch_version: str | None) -> DeviceSpec:
 
 def run(args: argparse.Namespace) -> int:
     version = args.torch_version or installed_torch_version()
-    vendor = _vendor_device(args.spec, args.torch_version) if args.spec else None
+    vendor = one_device_file(args.spec) if args.spec else None
     if vendor is not None and args.dtypes_from:
         raise UsageError("--spec FILE gives the dtype defaults: leave out --dtypes-from")
     try:

@@ -8,10 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-from ..harness.devices import adopt_privateuse1
+from autocast_spec.model import DeviceSpec
+
+from ..harness.devices import VendorImportError, adopt_privateuse1, import_vendor
 from ..probe.bundled import probe_with_bundled
 from ..probe.device_spec import ProbedDevice, ProbeError, probed_data, probed_yaml
 from .common import EXIT_OK, UsageError, add_import_option, import_modules, write_out
+from .extract import one_device_file
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +38,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "import MODULE first: the package that registers an out-of-tree backend "
         "(torch_xla, intel_extension_for_pytorch; a PrivateUse1 backend it leaves unnamed "
         "is named --device); repeatable",
+    )
+    p.add_argument(
+        "--spec",
+        type=Path,
+        metavar="FILE",
+        help="a device file for DEVICE (a vendor's, e.g. spec/vendors/torch_npu.yaml): the module its "
+        "vendor block names is imported (with its environment), and what cannot be observed here "
+        "(the dtype defaults, where torch.autocast disables itself without the device) is taken from it",
     )
     p.add_argument(
         "--every-dtype",
@@ -79,14 +90,33 @@ class _TerminalProgress:
             sys.stderr.write(f"warning: no policy for {op}: {why} (listed under not_observed)\n")
 
 
+def _given(args: argparse.Namespace) -> tuple[DeviceSpec, str] | None:
+    """``--spec FILE``: its device (named ``--device``), its vendor's module imported."""
+    if args.spec is None:
+        return None
+    ds = one_device_file(args.spec)
+    if ds.device != args.device:
+        raise UsageError(f"--spec {args.spec}: it describes {ds.device}, not --device {args.device}")
+    if ds.vendor is not None:
+        try:
+            import_vendor(ds.vendor)
+        except VendorImportError as e:
+            raise UsageError(
+                f"--spec {args.spec}: it describes {ds.vendor.described}, whose module "
+                f"{ds.vendor.module!r} does not import: {e.why}"
+            ) from None
+    return ds, f"{args.spec} (torch {ds.torch_versions})"
+
+
 def run(args: argparse.Namespace) -> int:
     import_modules(args.imports)
-    if args.imports and adopt_privateuse1(args.device):
+    given = _given(args)
+    if (args.imports or given) and adopt_privateuse1(args.device):
         sys.stderr.write(f"note: the PrivateUse1 backend was unnamed; named {args.device}\n")
     progress = _TerminalProgress(args.device)
     start = time.perf_counter()
     try:
-        probed = probe_with_bundled(args.device, progress=progress, every_dtype=args.every_dtype)
+        probed = probe_with_bundled(args.device, progress=progress, every_dtype=args.every_dtype, given=given)
     except ProbeError as e:
         raise UsageError(f"--device {args.device}: {e}") from None
     progress.done(probed, time.perf_counter() - start)

@@ -57,9 +57,17 @@ def bundled_device(device: str) -> BundledDevice | None:
 
 
 def probe_with_bundled(
-    device: str, progress: Progress | None = None, every_dtype: bool = False
+    device: str,
+    progress: Progress | None = None,
+    every_dtype: bool = False,
+    given: tuple[DeviceSpec, str] | None = None,
 ) -> ProbedDevice:
-    """Probe ``device``, filling what cannot be observed here from :func:`bundled_device`."""
+    """Probe ``device``, filling what cannot be observed here from :func:`bundled_device`, or from
+    ``given`` (a device spec and its file: ``probe --spec FILE``)."""
+    if given is not None:
+        return probe_device(
+            device, given[0], progress=progress, bundled_from=given[1], every_dtype=every_dtype
+        )
     bundled = bundled_device(device)
     if bundled is None:
         return probe_device(device, None, progress=progress, every_dtype=every_dtype)

@@ -189,7 +189,10 @@ def probe_device(
         _fold_other_dtypes(ops, unresolved, obs, facts, key, progress)
     if facts is None:
         if bundled is None:
-            raise ProbeError(f"{device}: {facts_reason}, and no bundled spec gives its dtypes")
+            raise ProbeError(
+                f"{device}: {facts_reason}, and no bundled spec gives its dtypes: pass --spec FILE, a "
+                "device file for it (a vendor's) to take them from"
+            )
         borrowed.append(f"dtype defaults and rules: {facts_reason}; taken from {bundled_from}")
         facts = DtypeFacts(bundled.default_dtype, bundled.supported_dtypes, bundled.unsupported_dtype)
     rule = facts.unsupported_dtype

@@ -24,7 +24,16 @@ not ship, for the tests of the tests:
 ``NPU_SIM_DEVIATE=aten::op=policy[,...]``  register ``op`` with another policy than the spec says
 ``NPU_SIM_ABORT=aten::op``                  the kernel of ``op`` calls ``os.abort()`` once: the
                                            first call with eligible inputs, in any process,
-                                           while the file ``NPU_SIM_ABORT_MARKER`` is absent
+                                           while the file ``NPU_SIM_ABORT_MARKER`` is absent;
+                                           before it ends, it writes a native-style message to
+                                           file descriptor 2 (as std::terminate does)
+``NPU_SIM_NO_AUTOCAST=1``                   a backend without autocast (as torch-rbln 0.12.0):
+                                           ``get_amp_supported_dtype()`` returns ``[]``, and no
+                                           Autocast kernel or fallthrough is registered
+``NPU_SIM_AUTOGRAD_ABORT=aten::op``         a kernel of the vendor's own at AutogradPrivateUse1
+                                           for ``op`` that ends the process whenever it is called
+                                           (torch_npu registers 131 there; its kernels end the
+                                           process where no NPU is found)
 """
 
 from __future__ import annotations
@@ -55,7 +64,8 @@ F32 = torch.float32
 def _device_module() -> types.ModuleType:
     mod = stand_in_module("torch_npu_sim")
     mod.get_device_name = lambda i=0: "Simulated NPU (FakeTensor)"  # type: ignore[attr-defined]
-    mod.get_amp_supported_dtype = lambda: [torch.float16, torch.bfloat16]  # type: ignore[attr-defined]
+    amp = [] if os.environ.get("NPU_SIM_NO_AUTOCAST") else [torch.float16, torch.bfloat16]
+    mod.get_amp_supported_dtype = lambda: amp  # type: ignore[attr-defined]
     return mod
 
 
@@ -197,13 +207,24 @@ def with_known_bugs(op: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+NATIVE_MESSAGE = (
+    b"terminate called after throwing an instance of 'sim::Error'\n  what():  simulated: no device\n"
+)
+
+
+def end_like_native_code() -> None:
+    """What a C++ kernel's uncaught exception does: its message on file descriptor 2, then abort."""
+    os.write(2, NATIVE_MESSAGE)
+    os.abort()
+
+
 def aborting_once(kernel: Callable[..., Any], marker: Path) -> Callable[..., Any]:
     """A kernel that calls ``os.abort()`` the first time any process calls it with eligible inputs."""
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         if any_eligible(args, kwargs) and not marker.exists():
             marker.write_text("aborted once\n")
-            os.abort()
+            end_like_native_code()
         return kernel(*args, **kwargs)
 
     return crash
@@ -229,6 +250,8 @@ def register() -> int:
     if torch._C._get_privateuse1_backend_name() != DEVICE:
         torch.utils.rename_privateuse1_backend(DEVICE)
         torch._register_device_module(DEVICE, _device_module())
+    if os.environ.get("NPU_SIM_NO_AUTOCAST"):
+        return 0
     spec = load_installed_spec([SPEC_FILE])
     dev = spec.device(DEVICE)
     deviate = planted_policies()
@@ -248,6 +271,13 @@ def register() -> int:
         if op == abort_op:
             kernel = aborting_once(kernel, Path(os.environ["NPU_SIM_ABORT_MARKER"]))
         lib.impl(f"{name}.{ovl}" if ovl else name, with_known_bugs(op, kernel), KEY)
+    autograd_abort = os.environ.get("NPU_SIM_AUTOGRAD_ABORT", "").strip()
+    if autograd_abort:
+        ns, name, ovl = split_op_name(autograd_abort)
+        lib = libs.setdefault(ns, torch.library.Library(ns, "IMPL"))
+        lib.impl(
+            f"{name}.{ovl}" if ovl else name, lambda *a, **k: end_like_native_code(), "AutogradPrivateUse1"
+        )
     _LIBS.extend(libs.values())
     return len(dev.ops)
 
