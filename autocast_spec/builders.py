@@ -35,7 +35,17 @@ from .model import (
     Rules,
     ValueDivergence,
 )
-from .surface import ArgumentCheck, EntryPointInfo, NotListed, Role, Surface, UnderCompile
+from .surface import (
+    ArgumentCheck,
+    CallForm,
+    EntryPointInfo,
+    NotListed,
+    Parameter,
+    ParameterKind,
+    Role,
+    Surface,
+    UnderCompile,
+)
 from .versions import Applicability, specifier_contains, version_in
 from .yaml_source import PathKey, YamlDocument
 
@@ -252,9 +262,49 @@ def _under_compile(d: Mapping[str, Any] | None, app: Applicability) -> UnderComp
     return UnderCompile(d["outcome"], d["message"], cited(d), d.get("error"))
 
 
+def _parameter(p: str | Mapping[str, Any]) -> Parameter:
+    if isinstance(p, str):
+        return Parameter(p)
+    kind = ParameterKind(p.get("kind", "positional_or_keyword"))
+    return Parameter(p["name"], kind, p.get("required", True))
+
+
+def _parameters(e: Mapping[str, Any], roles: Mapping[str, Any]) -> tuple[Parameter, ...]:
+    """An entry point's parameters: its own ``parameters``, a region's ``positional``, else its
+    role's (``kind``; ``bound_kind`` for an entry bound to a device, which takes no device_type)."""
+    if "parameters" in e:
+        return tuple(_parameter(p) for p in e["parameters"])
+    if "positional" in e:
+        return tuple(Parameter(p, required=p == "device_type") for p in e["positional"])
+    role = roles.get(e["role"]) or {}
+    bound = "device" in e
+    own = role.get("kind", "positional_or_keyword")
+    kind = ParameterKind(role.get("bound_kind", own) if bound else own)
+    return tuple(Parameter(p, kind) for p in role.get("parameters", ()) if not (bound and p == "device_type"))
+
+
+def _call_forms(doc: YamlDocument, app: Applicability) -> tuple[CallForm, ...]:
+    return tuple(
+        CallForm(
+            form=d["form"],
+            outcome=d["outcome"],
+            cited=cited(d),
+            loc=SourceLoc(doc.file, doc.line_of(("call_forms", i))),
+            roles=tuple(Role(r) for r in d.get("roles", ("region",))),
+            bound=d.get("bound"),
+            error=d.get("error"),
+            message=d.get("message"),
+            compiled=_under_compile(d.get("compiled"), app),
+        )
+        for i, d in enumerate(doc.data.get("call_forms") or ())
+        if app.admits(d)
+    )
+
+
 def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
     """The Python surface of the release read (``kind: surface``): an entry point is
     ``deprecated`` from the release its ``deprecated`` names on."""
+    roles = doc.data.get("roles") or {}
     return Surface(
         entry_points=tuple(
             EntryPointInfo(
@@ -267,6 +317,7 @@ def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
                 deprecated_in=e.get("deprecated"),
                 warning=e.get("warning"),
                 compiled=_under_compile(e.get("compiled"), app),
+                parameters=_parameters(e, roles),
             )
             for e in doc.data["entry_points"]
             if app.admits(e)
@@ -280,9 +331,12 @@ def build_surface(doc: YamlDocument, app: Applicability) -> Surface:
                 v.get("message"),
                 v["source"],
                 _under_compile(v.get("compiled"), app),
+                tuple(Role(r) for r in v.get("roles", ("region",))),
+                v.get("bound"),
             )
             for v in doc.data["validation"]
             if app.admits(v)
         ),
         not_listed=tuple(NotListed(n["name"], n["reason"]) for n in doc.data.get("not_listed") or ()),
+        call_forms=_call_forms(doc, app),
     )

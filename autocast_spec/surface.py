@@ -10,9 +10,19 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-from .vocabulary import ArgumentOutcome, CompiledOutcome, RegionArgument, WrongValue
+from .common import SourceLoc
+from .vocabulary import (
+    ArgumentForm,
+    ArgumentOutcome,
+    CheckedArgument,
+    CompiledOutcome,
+    FormName,
+    FormOutcome,
+    RegionForm,
+    WrongValue,
+)
 
 
 class Role(str, enum.Enum):
@@ -39,6 +49,26 @@ class Role(str, enum.Enum):
 # Roles that only read or write autocast's thread-local state for their device's key: they
 # need no runtime of that device, so every backend runs their entry_point check.
 STATE_ROLES = frozenset({Role.ENABLED_GETTER, Role.ENABLED_SETTER, Role.DTYPE_GETTER, Role.DTYPE_SETTER})
+
+
+class ParameterKind(str, enum.Enum):
+    """How a parameter may be passed (Python's ``inspect.Parameter`` kinds that autocast uses)."""
+
+    POSITIONAL_OR_KEYWORD = "positional_or_keyword"
+    POSITIONAL_ONLY = "positional_only"  # a C function's argument, or before ``/``
+    KEYWORD_ONLY = "keyword_only"  # after ``*``
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A parameter an entry point takes: its name, and how it may be passed."""
+
+    name: str
+    kind: ParameterKind = ParameterKind.POSITIONAL_OR_KEYWORD
+    required: bool = True  # a region's parameters other than device_type have defaults
 
 
 @dataclass(frozen=True)
@@ -70,6 +100,9 @@ class EntryPointInfo:
     deprecated_in: str | None = None  # the release that deprecated it
     warning: str | None = None
     compiled: UnderCompile | None = None  # a dtype getter Dynamo does not trace (graph_break)
+    # its parameters in order: the entry's own, a region's ``positional``, else its role's (an
+    # entry bound to a device takes no device_type)
+    parameters: tuple[Parameter, ...] = ()
 
     def bound_to(self, device: str) -> bool:
         """Bound to ``device``, or to none (then it takes the device as an argument)."""
@@ -78,9 +111,10 @@ class EntryPointInfo:
 
 @dataclass(frozen=True)
 class ArgumentCheck:
-    """What ``torch.autocast`` does with one argument of the wrong kind."""
+    """What an entry point does with one argument of the wrong kind (``torch.autocast``'s are
+    the ``python_surface`` category's; the other entry points' the ``call_forms`` category's)."""
 
-    argument: RegionArgument
+    argument: CheckedArgument
     value: WrongValue
     # unsupported_dtype: as the device's unsupported_dtype rule says (resolved, it may be "accepted")
     outcome: ArgumentOutcome | Literal["accepted"]
@@ -88,6 +122,75 @@ class ArgumentCheck:
     message: str | None
     source: str
     compiled: UnderCompile | None = None  # the error under torch.compile, where not eager's
+    roles: tuple[Role, ...] = (Role.REGION,)  # the roles whose entry points it applies to
+    bound: bool | None = None  # only entry points bound to a device (True) or not (False)
+
+    family = "value"  # the call_forms category's name for a validation entry's cases
+
+    @property
+    def label(self) -> str:
+        return f"{self.argument}={self.value}"
+
+    def selects(self, e: EntryPointInfo) -> bool:
+        """Does it apply to ``e`` (its role; bound or not; it takes the argument)?"""
+        if e.role not in self.roles or (self.bound is not None and self.bound != (e.device is not None)):
+            return False
+        return any(p.name == self.argument for p in e.parameters)
+
+
+# The forms of each family (a region or decorator form applies to the region entry points).
+ARGUMENT_FORMS: frozenset[str] = frozenset(get_args(ArgumentForm))
+REGION_FORMS: frozenset[str] = frozenset(get_args(RegionForm))
+
+
+@dataclass(frozen=True)
+class CallForm:
+    """What one way of using an entry point gives, for the entry points it selects.
+
+    ``canonical``: what the role's canonical use gives (a region: the same work inside ``with
+    torch.autocast(device, dtype=...)``; a getter or setter: the same result and state as its
+    positional call); ``raises``: ``error`` with ``message`` in its first line, the state left as
+    it was; ``body_outside_region``: a decorated body runs with no region. Every form leaves
+    the autocast state as it found it.
+    """
+
+    form: FormName
+    outcome: FormOutcome
+    cited: str
+    loc: SourceLoc
+    roles: tuple[Role, ...] = (Role.REGION,)
+    bound: bool | None = None  # only entry points bound to a device (True) or not (False)
+    error: str | None = None
+    message: str | None = None
+    compiled: UnderCompile | None = None  # under torch.compile(fullgraph=True), where not eager's
+
+    @property
+    def family(self) -> str:
+        """``arguments``, ``region`` or ``decorator``."""
+        if self.form in ARGUMENT_FORMS:
+            return "arguments"
+        return "region" if self.form in REGION_FORMS else "decorator"
+
+    @property
+    def label(self) -> str:
+        return self.form
+
+    def selects(self, e: EntryPointInfo) -> bool:
+        """Does the form apply to ``e`` (its role; bound or not; the parameters it needs)?"""
+        if e.role not in self.roles or (self.bound is not None and self.bound != (e.device is not None)):
+            return False
+        kinds = {p.kind for p in e.parameters}
+        if self.form == "keyword":
+            return bool(kinds) and ParameterKind.POSITIONAL_ONLY not in kinds
+        if self.form == "keyword_for_positional_only":
+            return ParameterKind.POSITIONAL_ONLY in kinds
+        if self.form == "repeated_argument":
+            return bool(e.parameters) and e.parameters[0].kind is ParameterKind.POSITIONAL_OR_KEYWORD
+        if self.form == "missing_argument":
+            return any(p.required for p in e.parameters)
+        if self.form == "swapped_arguments":
+            return sum(p.kind is not ParameterKind.KEYWORD_ONLY for p in e.parameters) > 1
+        return True
 
 
 @dataclass(frozen=True)
@@ -103,3 +206,10 @@ class Surface:
     entry_points: tuple[EntryPointInfo, ...] = ()
     validation: tuple[ArgumentCheck, ...] = ()
     not_listed: tuple[NotListed, ...] = ()
+    call_forms: tuple[CallForm, ...] = ()
+
+    @property
+    def canonical_region(self) -> EntryPointInfo | None:
+        """The region entry point the aliases are aliases of (``torch.autocast``)."""
+        named = {e.alias_of for e in self.entry_points if e.alias_of}
+        return next((e for e in self.entry_points if e.name in named), None)

@@ -20,9 +20,49 @@ PassConfig = Literal["default", "emulate_precision_casts", "decomposed"]  # a mo
 JitMode = Literal["script", "trace", "compile", "export", "eager"]
 JitOutcome = Literal["error", "ignored", "works", "differs", "crash"]
 CompiledOutcome = Literal["raises", "graph_break"]  # what torch.compile does where not eager's
-RegionArgument = Literal["device_type", "dtype", "enabled"]
+# an argument a validation entry gives a wrong value
+CheckedArgument = Literal["device_type", "dtype", "enabled", "cache_enabled"]
 WrongValue = Literal["torch_device", "unknown_string", "none", "float32", "float64", "int32", "string", "int"]
 ArgumentOutcome = Literal["raises", "warns_and_disables", "default_dtype", "unsupported_dtype"]
+# how an entry point is called; how a region object is used; what a region decorates
+ArgumentForm = Literal[
+    "keyword",
+    "keyword_for_positional_only",
+    "extra_positional",
+    "unknown_keyword",
+    "missing_argument",
+    "repeated_argument",
+    "swapped_arguments",
+]
+RegionForm = Literal[
+    "with_as",
+    "reused",
+    "reentered",
+    "enter_exit_methods",
+    "exit_without_enter",
+    "async_with",
+    "class_as_region",
+    "user_wrapper",
+    "subclass",
+]
+DecoratorForm = Literal[
+    "function",
+    "lambda",
+    "method",
+    "staticmethod",
+    "classmethod",
+    "module",
+    "class",
+    "generator",
+    "coroutine",
+    "recursive",
+    "tensor",
+    "none",
+    "bare",
+    "classmethod_object",
+]
+FormName = Literal[ArgumentForm, RegionForm, DecoratorForm]
+FormOutcome = Literal["canonical", "raises", "body_outside_region"]
 
 # Each vocabulary and where the schema states it: a $defs entry, then property names ("items":
 # the items of an array).
@@ -38,7 +78,9 @@ SCHEMA: dict[str, tuple[object, str]] = {
     "JitMode": (JitMode, "limitation.mode"),
     "JitOutcome": (JitOutcome, "limitation.expect"),
     "CompiledOutcome": (CompiledOutcome, "under_compile.outcome"),
-    "RegionArgument": (RegionArgument, "surface_file.validation.items.argument"),
+    "CheckedArgument": (CheckedArgument, "surface_file.validation.items.argument"),
     "WrongValue": (WrongValue, "surface_file.validation.items.value"),
     "ArgumentOutcome": (ArgumentOutcome, "surface_file.validation.items.outcome"),
+    "FormName": (FormName, "surface_file.call_forms.items.form"),
+    "FormOutcome": (FormOutcome, "surface_file.call_forms.items.outcome"),
 }

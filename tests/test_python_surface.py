@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from helpers.suite_runs import run_planted, summary
+from helpers.suite_runs import run_planted, skip_reasons, summary
 
 from autocast_spec.builders import build_surface
 from autocast_spec.model import Spec
@@ -138,7 +138,9 @@ def test_planted_surface_bugs_fail_their_checks(tmp_path: Path) -> None:
     for eager in ("getter-torch.get_autocast_dtype]", "argument-device_type=torch_device]"):
         assert not any(eager in k for k in failed), (eager, failed)
     assert all(any(b in k for b in BROKEN) for k in failed), failed
-    assert {v for k, v in got.items() if k not in failed} == {"passed"}, got
+    why = skip_reasons(tmp_path / "planted_surface.xml")  # the rest pass, or are torch's declared bugs
+    rest = {k: v for k, v in got.items() if k not in failed and (v != "skipped" or "known bug" not in why[k])}
+    assert set(rest.values()) == {"passed"}, rest
 
 
 def test_the_surface_section_lists_the_issue_entry_points(spec: Spec) -> None:

@@ -5,8 +5,8 @@ Cases, per dtype under test, generated from the spec's ``entry_points`` and ``va
 * ``alias``: each region entry point with ``alias_of: torch.autocast`` bound to the device
   under test (or to none), called positionally (its ``positional`` parameters, in order) and
   by keyword, enabled and disabled, in eager and under ``torch.compile`` (aot_eager);
-* ``argument``: each ``validation`` entry: ``torch.autocast`` given that argument, in eager and
-  opened inside a ``torch.compile`` (aot_eager, fullgraph) function (``-compile``);
+* ``argument``: each ``validation`` entry for ``torch.autocast``: it given that argument, in eager
+  and opened inside a ``torch.compile`` (aot_eager, fullgraph) function (``-compile``);
 * ``getter``: each ``dtype_getter`` for the device (``torch.get_autocast_dtype(device)``, the
   legacy per-device getters), inside a region of the dtype under test, in eager and from a
   compiled (fullgraph) function the region encloses, as models ask it (``-compile``);
@@ -54,7 +54,7 @@ from autocast_spec.surface import STATE_ROLES, ArgumentCheck, EntryPointInfo, Ro
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.harness.devices import device_is_real
 from reference_impl.harness.samples import resolve_entry_point
-from reference_impl.harness.state import quiet
+from reference_impl.harness.state import autocast_state_kept, quiet, snapshot_autocast
 from reference_impl.harness.surface import call_in_role, compiled_call, region_args
 
 from ..kit.case import Case, shown
@@ -135,7 +135,9 @@ def cases(target: Target) -> list[Case]:
         for enabled in (True, False)
         for compiled in (False, True)
     ]
-    variants += [Argument(v, compiled) for v in surface.validation for compiled in (False, True)]
+    autocast = surface.canonical_region  # the validation entries for torch.autocast; the others: call_forms
+    checks = [v for v in surface.validation if autocast and v.selects(autocast)]
+    variants += [Argument(v, compiled) for v in checks for compiled in (False, True)]
     variants += [
         Getter(e, compiled) for e in here if e.role is Role.DTYPE_GETTER for compiled in (False, True)
     ]
@@ -266,13 +268,14 @@ def argument(target: Target, case: Case, v: Argument) -> Observation:
     facts = {"under compile": check.compiled.cited} if check.compiled and v.compiled else {}
     probe = f"x.to(torch.get_autocast_dtype({target.device!r}))" if _integral(kwargs) else "torch.mm(x, x)"
     steps = (f"{COMPILED}: def f(x): with torch.autocast({region}): return {probe}",) * v.compiled
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, autocast_state_kept(target.device) as found:
         warnings.simplefilter("always")
         try:
             on, got = _open(kwargs, target.device, v.compiled)
-        except Exception as exc:
+        except Exception as exc:  # raised, and the state as it found it (a region that raises from __enter__)
             matches = type(exc).__name__ == check.error and (check.message or "") in str(exc)
             observed = expected if matches and check.outcome == "raises" else f"raises {one_line(exc)}"
+            observed += "".join(f"; left {d}" for d in found.differences(snapshot_autocast(target.device)))
             return Observation(case, ARGUMENT, what, expected, observed, facts=facts, steps=steps)
     if check.outcome == "warns_and_disables":
         warned = any(
