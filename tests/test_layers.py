@@ -42,6 +42,8 @@ FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {
             ("conformance.modes.aoti", "torch._inductor"),
             ("conformance.modes.batch", "torch._inductor.config"),
             ("conformance.modes.run", "torch._inductor"),
+            ("reference_impl.programs.pass_code", "torch._inductor"),
+            ("reference_impl.programs.pass_code", "torch._inductor.config"),
         )
     },
 }
