@@ -27,31 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from reference_impl.programs import PASSES, Program, Record, programs, run
+from reference_impl.programs import PASSES, Program, Record, run, script_for
 from reference_impl.programs.features import features
 from reference_impl.programs.reduce import reduce, size
+from reference_impl.programs.strategies import drawn_programs
 from reference_impl.spectools.installed_spec import load_installed_spec
-
-
-def draw(spec: Any, n: int, at: int) -> list[Program]:
-    out: list[Program] = []
-
-    @seed(at)
-    @settings(
-        max_examples=n,
-        phases=[Phase.generate],
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(programs(spec))
-    def collect(p: Program) -> None:
-        out.append(p)
-
-    collect()
-    return out
 
 
 def shape_of(error: str) -> str:
@@ -131,12 +112,13 @@ def main() -> int:
     ap.add_argument("--programs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reduce", action="store_true", help="reduce each signature's smallest program")
+    ap.add_argument("--reduce-budget", type=int, default=60, help="programs tried per reduction")
     ap.add_argument("--out", type=Path, help="where reduced reproductions are written")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
     spec = load_installed_spec()
     start = time.perf_counter()
-    drawn = draw(spec, a.programs, a.seed)
+    drawn = drawn_programs(spec, a.programs, a.seed)
     print(f"drew {len(drawn)} programs in {time.perf_counter() - start:.1f} s", flush=True)
     statuses: collections.Counter[str] = collections.Counter()
     eager_errors: collections.Counter[str] = collections.Counter()
@@ -165,12 +147,12 @@ def main() -> int:
             def shows(q: Program, sig: str = sig) -> bool:
                 return any(s == sig for s, _ in differences(spec, run(q, a.pass_name, spec)))
 
-            smallest = reduce(smallest, shows, budget=60)
+            smallest = reduce(smallest, shows, budget=a.reduce_budget)
             print(f"    reduced to {size(smallest)[0]} statements: {sorted(features(smallest))}")
         if a.out:
             a.out.mkdir(parents=True, exist_ok=True)
             path = a.out / f"{a.pass_name}-{smallest.id}.py"
-            path.write_text(run(smallest, a.pass_name, spec).script)
+            path.write_text(script_for(smallest, a.pass_name, spec))
             print(f"    reproduction: {path}")
     return 0
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, find, given, seed, settings
+from hypothesis import HealthCheck, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
 
@@ -28,6 +28,7 @@ from reference_impl.programs import (
     CallResult,
     Grammar,
     Program,
+    Record,
     features,
     grammar_features,
     program_ops,
@@ -36,6 +37,7 @@ from reference_impl.programs import (
     script_for,
 )
 from reference_impl.programs.reduce import reduce, size
+from reference_impl.programs.strategies import drawn_programs
 from reference_impl.programs.tree import (
     Context,
     Form,
@@ -69,16 +71,7 @@ def program_settings(n: int) -> settings:
 
 def draw(spec: Spec, n: int) -> list[Program]:
     """The first ``n`` programs the fixed seed draws (generation only)."""
-    out: list[Program] = []
-
-    @seed(SEED)
-    @settings(program_settings(n), phases=[Phase.generate], database=None)
-    @given(programs(spec, DEVICE))
-    def collect(p: Program) -> None:
-        out.append(p)
-
-    collect()
-    return out
+    return drawn_programs(spec, n, SEED, DEVICE)
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +138,7 @@ def test_drawing_and_rendering_are_deterministic(spec: Spec, drawn: list[Program
 
 
 @seed(SEED)
-@program_settings(25)
+@program_settings(20)
 @given(data=st.data())
 def test_each_program_runs_eagerly(spec: Spec, data: st.DataObject) -> None:
     """The rendered program runs under eager autocast, and eager twice gives the same."""
@@ -207,13 +200,19 @@ def test_the_standalone_script_runs_and_prints_what_it_says(
     """``python script.py`` prints, per side and call, what the runner records from the same
     text: a program called a second time under another autocast state whose output dtypes
     change with it."""
-    program, record = next(
-        (p, r)
+
+    def changes(r: Record) -> bool:
+        return bool(r.status == OK and r.eager and r.eager.first and r.eager.second) and (
+            r.eager.second.dtypes != r.eager.first.dtypes  # type: ignore[union-attr]
+        )
+
+    program = next(
+        p
         for p in sorted(drawn, key=size)
         if p.context.second is not None and p.context.second.kind is SecondKind.STATE
-        for r in [run(p, "aot_eager", spec)]
-        if r.status == OK and r.eager and r.eager.second and r.eager.second.dtypes != r.eager.first.dtypes  # type: ignore[union-attr]
+        if changes(run(p, "eager", spec))
     )
+    record = run(program, "aot_eager", spec)
     path = tmp_path / "program.py"
     path.write_text(record.script)
     out = subprocess.run(

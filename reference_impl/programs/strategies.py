@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from autocast_spec.model import Spec
@@ -323,6 +323,24 @@ def programs(
     return program_strategy(grammar)
 
 
-def example_program(spec: Spec, **kwargs: Any) -> Program:
-    """One program (Hypothesis' ``example()``; for a look at what the strategy draws)."""
-    return programs(spec, **kwargs).example()
+def drawn_programs(
+    spec: Spec, n: int, at: int, device: str = "cpu", dtype: str | None = None
+) -> list[Program]:
+    """The first ``n`` programs the strategy draws from seed ``at`` (generation only, no
+    database): the same list on every run, for campaigns and benchmarks."""
+    out: list[Program] = []
+
+    @seed(at)
+    @settings(
+        max_examples=n,
+        phases=[Phase.generate],
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(programs(spec, device, dtype))
+    def collect(p: Program) -> None:
+        out.append(p)
+
+    collect()
+    return out
