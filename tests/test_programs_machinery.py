@@ -234,6 +234,13 @@ def test_program_ops_are_read_from_the_program(spec: Spec, simplest: Program) ->
     assert program_ops(simplest, spec) == (op.op,)
 
 
+def test_program_ops_read_past_an_item_graph_break(spec: Spec, drawn: list[Program]) -> None:
+    """A tracer cannot read a value: the trace leaves the ``.item()`` out, not the ops."""
+    program = min((p for p in drawn if "break:item" in features(p)), key=size)
+    called = {s.op for s in walk(program.body) if isinstance(s, OpCall)}
+    assert called and set(program_ops(program, spec)) & called
+
+
 def test_reduce_keeps_what_the_program_shows(drawn: list[Program]) -> None:
     """Reducing with a property the program keeps (it calls a given op) leaves a smaller
     program that still has it."""

@@ -11,6 +11,7 @@ the program's prints are kept out of the caller's output.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import itertools
@@ -33,9 +34,23 @@ from ..harness.state import autocast_state_kept, quiet
 from .grammar import Grammar
 from .passes import PASSES, Pass
 from .records import AutocastState, CallResult, NotApplicable, Output, Record, Side
+from .reduce import with_children
 from .script import render
 from .script_code import tensors_of
-from .tree import CustomFunction, FlexAttention, Mix, OpCall, Program, values, walk
+from .tree import (
+    Block,
+    Break,
+    CustomFunction,
+    FlexAttention,
+    GraphBreak,
+    Mix,
+    OpCall,
+    Program,
+    Stmt,
+    children,
+    values,
+    walk,
+)
 
 _counter = itertools.count()
 DIRECTORY: list[Path] = []
@@ -171,13 +186,27 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
     )
 
 
+def without_items(block: Block) -> Block:
+    """``block`` without its ``.item()`` graph breaks (a tracer cannot read a value)."""
+    out: list[Stmt] = []
+    for s in block:
+        if isinstance(s, GraphBreak) and s.kind is Break.ITEM:
+            continue
+        inner = children(s)
+        out.append((with_children(s, without_items(inner)) or s) if inner else s)
+    return tuple(out)
+
+
 def program_ops(program: Program, spec: Spec) -> tuple[str, ...]:
-    """The aten overloads ``program`` calls, in order (a higher-order op's bodies included), as
-    autocast sees them: a pre-dispatch trace (``make_fx(pre_dispatch=True)``) of the eager
-    program on its first call's inputs, which stops above the Autocast key."""
+    """The aten overloads ``program`` calls (the root graph's in order, then each higher-order
+    op's body), as autocast meets them first: a pre-dispatch trace (``make_fx(pre_dispatch=True)``)
+    of the eager program on its first call's inputs, which stops above the Autocast key (an
+    entry point that is an op of its own, ``torch.concatenate``, shows as that op, which autocast
+    passes through to ``aten::cat``). The ``.item()`` of a graph break is left out."""
     devices = Grammar(spec, program.device, program.dtype).state_devices
+    traced = dataclasses.replace(program, body=without_items(program.body))
     with isolated(devices):
-        module = load(script_for(program, "eager", spec), None)
+        module = load(script_for(traced, "eager", spec), None)
         try:
             model, inputs = module.build(), module.make_inputs(False)
             if isinstance(model, torch.nn.Module):
