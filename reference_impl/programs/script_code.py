@@ -64,8 +64,13 @@ def tensors_of(value: Any) -> list[torch.Tensor]:
 
 
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]
+    """``"Type: first line"``; where that line only introduces the cause (``... raised:``), the
+    cause's line too."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if text.endswith(":") and len(lines) > 1:
+        text = f"{text} {lines[1]}"
+    return f"{type(exc).__name__}: {text}"[:500]
 
 
 GRAD_MODES: dict[str, Callable[[], Any]] = {
