@@ -1,6 +1,7 @@
 """Generated autocast programs (issue 37): a grammar, a renderer and a runner.
 
 * :func:`programs` (:mod:`.strategies`): Hypothesis strategies drawing a :class:`Program`
+  (:func:`drawn_programs`: the first n of a seed, for campaigns)
   (:mod:`.tree`) from the spec: ops and policies from the catalog and the device file
   (:mod:`.menu`), autocast entry points from the Python surface (:mod:`.grammar`);
 * :func:`features`: the grammar features a program uses (:mod:`.features`);
@@ -30,7 +31,7 @@ from .records import (
     Side,
 )
 from .runner import ProgramBug, program_ops, run, script_for
-from .strategies import programs
+from .strategies import drawn_programs, programs
 from .tree import Program
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "ProgramBug",
     "Record",
     "Side",
+    "drawn_programs",
     "features",
     "grammar_features",
     "program_ops",
