@@ -59,10 +59,11 @@ class AsModule(torch.nn.Module):
 
 def export_program(model: Any, example: Sequence[torch.Tensor], strict: bool, dynamic: bool) -> Any:
     """``torch.export.export`` of the program (a function wrapped as a module); ``dynamic``: every
-    dimension of every input ``Dim.AUTO`` (a second call with other shapes)."""
+    dimension of every input ``Dim.AUTO`` (a second call with other shapes; a program without
+    inputs has none)."""
     module = model if isinstance(model, torch.nn.Module) else AsModule(model)
     shapes: Any = None
-    if dynamic:
+    if dynamic and example:
         shapes = tuple({i: torch.export.Dim.AUTO for i in range(t.dim())} or None for t in example)
         if isinstance(module, AsModule):
             shapes = (shapes,)  # AsModule.forward(*args): one argument, the tuple
