@@ -156,7 +156,10 @@ def observed_side(
     seen["first"] = call(fn, example, grad_mode, g["around_first"], state)
     if seen["first"]["error"] is None and grad_mode == "grad":
         try:
-            seen["gradients"] = gradients(fn, example, seen["first"]["outputs"])
+            # a pass's callable that is no module (a compiled module run under a configuration)
+            # trains the program's own Parameters
+            holder = fn if isinstance(fn, torch.nn.Module) else model
+            seen["gradients"] = gradients(holder, example, seen["first"]["outputs"])
         except Exception as exc:  # a backward that fails is observed as such
             seen["gradients"] = {"error": first_line(exc)}
     second = context["second"]
