@@ -21,6 +21,7 @@ import collections
 import os
 import re
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -158,5 +159,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path.cwd() / ".campaign-inductor-cache"))
+    # one inductor cache for the whole campaign (a new temporary one unless the caller names one)
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="campaign_inductor_"))
     sys.exit(main())
