@@ -42,6 +42,8 @@ FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {
             ("reference_impl.modes.aoti", "torch._inductor"),
             ("reference_impl.modes.batch", "torch._inductor.config"),
             ("reference_impl.modes.run", "torch._inductor"),
+            ("reference_impl.programs.pass_code", "torch._inductor"),
+            ("reference_impl.programs.pass_code", "torch._inductor.config"),
         )
     },
 }

@@ -1,0 +1,164 @@
+"""A campaign of generated autocast programs through one pass: what differs from eager autocast.
+
+Draws ``--programs`` programs (``reference_impl.programs.programs``, Hypothesis, ``--seed``),
+runs each eagerly and through ``--pass`` (``reference_impl.programs.run``) and compares the two
+sides roughly: output dtypes, values within the catalog tolerance of the op that made each
+output (the rules' default for a residual add), autocast's state after each call, the
+gradients' dtypes, the second call, and errors the pass raised where eager ran. This is a
+campaign's look, not the suite's verdict (the suite's category judges, with its declarations).
+
+Each kind of difference (its signature) is reported once with how often it was seen; with
+``--reduce`` its smallest program is reduced further (``reference_impl.programs.reduce``) and
+its script written to ``--out`` (a reproduction: ``python <script>``).
+
+    python benchmarks/campaign_programs.py --pass inductor --programs 200 --seed 0 --reduce --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from reference_impl.programs import PASSES, Program, Record, run, script_for
+from reference_impl.programs.features import features
+from reference_impl.programs.reduce import reduce, size
+from reference_impl.programs.strategies import drawn_programs
+from reference_impl.spectools.installed_spec import load_installed_spec
+
+
+def shape_of(error: str) -> str:
+    """An error's first line with its numbers, names and paths blurred (one signature per kind)."""
+    text = re.sub(r"\d+", "#", error.split("\n")[0])
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
+    return text[:120]
+
+
+def close(spec: Any, op: str | None, dtype: str, e: torch.Tensor, g: torch.Tensor) -> bool:
+    if e.dtype != g.dtype or e.shape != g.shape:
+        return False
+    if not (e.is_floating_point() or e.is_complex()):
+        return bool(torch.equal(e, g))
+    tol = spec.tolerance(op, dtype) if op else spec.rules.default_tolerance.get(dtype)
+    atol, rtol = (tol.atol, tol.rtol) if tol else (0.0, 0.0)
+    return bool(torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True))
+
+
+def call_differences(spec: Any, r: Record, which: str) -> list[tuple[str, str]]:
+    eager, got = getattr(r.eager, which), getattr(r.got, which)
+    if eager is None or got is None or eager.error:
+        return []
+    if got.error:
+        return [(f"{which}: error {shape_of(got.error)}", got.error)]
+    out = []
+    if eager.dtypes != got.dtypes:
+        ops = [
+            o.op or o.value for o, a, b in zip(r.outputs, eager.dtypes, got.dtypes, strict=False) if a != b
+        ]
+        out.append((f"{which}: dtypes of {sorted(set(ops))}", f"{eager.dtypes} vs {got.dtypes}"))
+    elif which == "first":
+        for label, e, g in zip(r.outputs, eager.outputs, got.outputs, strict=False):
+            if not close(spec, label.op, r.program.dtype, e, g):
+                diff = (e.double() - g.double()).abs().max().item() if e.shape == g.shape else "shape"
+                out.append((f"{which}: values of {label.op or 'residual'}", f"{label.value}: {diff}"))
+    if eager.state != got.state:
+        fields = [
+            f
+            for f in ("enabled", "dtype", "cache_enabled", "nesting")
+            if getattr(eager.state, f) != getattr(got.state, f)
+        ]
+        out.append((f"{which}: state {fields}", f"{eager.state} vs {got.state}"))
+    return out
+
+
+def differences(spec: Any, r: Record) -> list[tuple[str, str]]:
+    """(signature, detail) for each way the pass's side differs from eager's."""
+    if r.not_applicable is not None or r.eager is None or r.got is None:
+        return []
+    if r.eager.first is None or r.eager.first.error:
+        return []
+    if r.got.pass_error:
+        return [(f"pass error {shape_of(r.got.pass_error)}", r.got.pass_error)]
+    out = call_differences(spec, r, "first")
+    if r.gradients_apply and not r.eager.gradients_error and r.got.first and not r.got.first.error:
+        if r.got.gradients_error:
+            out.append((f"backward error {shape_of(r.got.gradients_error)}", r.got.gradients_error))
+        elif r.eager.gradients != r.got.gradients:
+            e, g = r.eager.gradients or {}, r.got.gradients or {}
+            kinds = sorted(
+                {
+                    "presence" if (e.get(k) is None) != (g.get(k) is None) else "dtype"
+                    for k in {*e, *g}
+                    if e.get(k) != g.get(k)
+                }
+            )
+            out.append((f"gradients {kinds}", f"{e} vs {g}"))
+    if r.second_not_applicable is None:
+        out += call_differences(spec, r, "second")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pass", dest="pass_name", required=True, choices=sorted(PASSES))
+    ap.add_argument("--programs", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reduce", action="store_true", help="reduce each signature's smallest program")
+    ap.add_argument("--reduce-budget", type=int, default=60, help="programs tried per reduction")
+    ap.add_argument("--out", type=Path, help="where reduced reproductions are written")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    spec = load_installed_spec()
+    start = time.perf_counter()
+    drawn = drawn_programs(spec, a.programs, a.seed)
+    print(f"drew {len(drawn)} programs in {time.perf_counter() - start:.1f} s", flush=True)
+    statuses: collections.Counter[str] = collections.Counter()
+    eager_errors: collections.Counter[str] = collections.Counter()
+    seen: dict[str, list[tuple[Program, str]]] = collections.defaultdict(list)
+    start = time.perf_counter()
+    for i, p in enumerate(drawn):
+        r = run(p, a.pass_name, spec)
+        statuses[r.status] += 1
+        if r.status == "eager_error" and r.eager is not None and r.eager.error:
+            eager_errors[shape_of(r.eager.error)] += 1
+        for sig, detail in differences(spec, r):
+            seen[sig].append((p, detail))
+        if (i + 1) % 25 == 0:
+            print(f"  {i + 1} programs, {time.perf_counter() - start:.0f} s, {dict(statuses)}", flush=True)
+    took = time.perf_counter() - start
+    print(
+        f"{a.pass_name}: {len(drawn)} programs in {took:.0f} s ({len(drawn) / took:.2f}/s): {dict(statuses)}"
+    )
+    for shape, n in eager_errors.most_common():
+        print(f"  eager autocast raised ({n}x): {shape}")
+    for sig, found in sorted(seen.items(), key=lambda kv: -len(kv[1])):
+        smallest, detail = min(found, key=lambda pd: size(pd[0]))
+        print(f"\n[{len(found)}x] {sig}\n    {detail[:300]}")
+        if a.reduce:
+
+            def shows(q: Program, sig: str = sig) -> bool:
+                return any(s == sig for s, _ in differences(spec, run(q, a.pass_name, spec)))
+
+            smallest = reduce(smallest, shows, budget=a.reduce_budget)
+            print(f"    reduced to {size(smallest)[0]} statements: {sorted(features(smallest))}")
+        if a.out:
+            a.out.mkdir(parents=True, exist_ok=True)
+            path = a.out / f"{a.pass_name}-{smallest.id}.py"
+            path.write_text(script_for(smallest, a.pass_name, spec))
+            print(f"    reproduction: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    # one inductor cache for the whole campaign (a new temporary one unless the caller names one)
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="campaign_inductor_"))
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""What running a program through a pass gives (:class:`Record`), as typed, immutable data.
+
+A record holds both sides of the comparison a check makes, eager autocast and the pass, each
+run afresh from the same script: per call, the outputs (or the error) and autocast's state
+right after it; the gradients' dtypes; the second call. Where the pass cannot apply to the
+program, or cannot capture one of its constructs, the record says so with the reason
+(:class:`NotApplicable`), apart from an error the pass should not have raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .tree import Program
+
+OK = "ok"
+NOT_APPLICABLE = "not_applicable"
+PASS_ERROR = "pass_error"  # the pass raised where eager ran (or failed to build the program)
+EAGER_ERROR = "eager_error"  # eager autocast itself raised: nothing to compare against
+
+
+@dataclass(frozen=True)
+class AutocastState:
+    """Autocast's thread-local state: per device type enabled and dtype, the cache flag, the
+    nesting depth."""
+
+    enabled: Mapping[str, bool]
+    dtype: Mapping[str, str]
+    cache_enabled: bool
+    nesting: int
+
+    @staticmethod
+    def of(seen: Mapping[str, Any]) -> AutocastState:
+        return AutocastState(
+            dict(seen["enabled"]), dict(seen["dtype"]), bool(seen["cache_enabled"]), int(seen["nesting"])
+        )
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where an output tensor comes from: the value (``v3``), the catalogued op that computed it
+    (None: a residual add or flex_attention), and its place among that value's tensors."""
+
+    value: str
+    op: str | None
+    index: int
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """One call: its output tensors, depth first (empty when it raised), or its error
+    (``"Type: first line"``), and the state after it."""
+
+    outputs: tuple[torch.Tensor, ...]
+    error: str | None
+    state: AutocastState
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(str(t.dtype).removeprefix("torch.") for t in self.outputs)
+
+
+@dataclass(frozen=True)
+class Side:
+    """Eager autocast's or the pass's run of the program."""
+
+    pass_error: str | None  # the pass failed before the first call (a trace, an export, a build)
+    first: CallResult | None
+    gradients: Mapping[str, str | None] | None  # parameter or "input i" -> its gradient's dtype
+    gradients_error: str | None
+    second: CallResult | None
+
+    @property
+    def error(self) -> str | None:
+        """The first error of this side: the pass's, the first call's, the backward's."""
+        if self.pass_error:
+            return self.pass_error
+        if self.first is not None and self.first.error:
+            return self.first.error
+        return self.gradients_error
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    reason: str
+    error: str | None = None  # what the pass raised, where it ran
+
+
+@dataclass(frozen=True)
+class Record:
+    program: Program
+    pass_name: str
+    eager: Side | None  # None: the pass does not apply, nothing ran
+    got: Side | None
+    outputs: tuple[Output, ...]  # the label of each output tensor of the first call
+    not_applicable: NotApplicable | None
+    second_not_applicable: NotApplicable | None  # the pass cannot make the second call
+    gradients_apply: bool  # False: the pass's callable has no autograd (AOTInductor)
+    script: str  # the script that ran: the reproduction
+    seconds: float  # wall time of the run (both sides)
+
+    @property
+    def status(self) -> str:
+        if self.not_applicable is not None:
+            return NOT_APPLICABLE
+        assert self.eager is not None and self.got is not None
+        if self.eager.first is None or self.eager.first.error is not None:
+            return EAGER_ERROR
+        return PASS_ERROR if self.got.error and not self.eager.error else OK

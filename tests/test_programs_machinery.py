@@ -1,0 +1,251 @@
+"""The generated-program machinery (reference_impl.programs): grammar coverage, rendering,
+running eagerly and through each pass, the standalone script, the ops read from a program.
+
+Hypothesis runs here with a fixed seed (the same programs every run) and an example database
+of two layers (:data:`DATABASE`): the committed ``tests/hypothesis-examples/`` (read only; what
+CI replays first) and the local ``.hypothesis/examples/`` (gitignored), where a failing
+program is saved and replayed on the next local run. To make CI replay one, copy its key
+directory from ``.hypothesis/examples/`` into ``tests/hypothesis-examples/`` and commit it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, find, given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
+
+from autocast_spec.model import Spec
+from reference_impl.programs import (
+    NOT_APPLICABLE,
+    OK,
+    PASSES,
+    CallResult,
+    Grammar,
+    Program,
+    Record,
+    features,
+    grammar_features,
+    program_ops,
+    programs,
+    run,
+    script_for,
+)
+from reference_impl.programs.reduce import reduce, size
+from reference_impl.programs.strategies import drawn_programs
+from reference_impl.programs.tree import (
+    Context,
+    Form,
+    GradMode,
+    Holder,
+    OpCall,
+    Region,
+    RegionForm,
+    SecondKind,
+    walk,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+DATABASE = MultiplexedDatabase(
+    ReadOnlyDatabase(DirectoryBasedExampleDatabase(REPO / "tests" / "hypothesis-examples")),
+    DirectoryBasedExampleDatabase(REPO / ".hypothesis" / "examples"),
+)
+SEED = 37  # the issue's number: any fixed value keeps the runs the same
+COVERAGE_EXAMPLES = 300  # the default budget the coverage check draws within
+DEVICE = "cpu"
+
+
+def program_settings(n: int) -> settings:
+    return settings(
+        max_examples=n,
+        deadline=None,
+        database=DATABASE,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
+
+
+def draw(spec: Spec, n: int) -> list[Program]:
+    """The first ``n`` programs the fixed seed draws (generation only)."""
+    return drawn_programs(spec, n, SEED, DEVICE)
+
+
+@pytest.fixture(scope="module")
+def drawn(spec: Spec) -> list[Program]:
+    """:data:`COVERAGE_EXAMPLES` programs drawn with the fixed seed."""
+    return draw(spec, COVERAGE_EXAMPLES)
+
+
+@pytest.fixture(scope="module")
+def shrunk(spec: Spec) -> Program:
+    """What Hypothesis shrinks a program toward (derandomized: the same each run)."""
+    return find(programs(spec, DEVICE), lambda p: True, settings=settings(derandomize=True, deadline=None))
+
+
+@pytest.fixture(scope="module")
+def simplest(drawn: list[Program]) -> Program:
+    """The first drawn program that is one lower_precision_fp op in a region of its own, called
+    once: what every pass must run."""
+    return next(
+        p
+        for p in drawn
+        if p.context.second is None
+        and len(p.body) == 1
+        and isinstance(p.body[0], Region)
+        and p.body[0].form is RegionForm.WITH
+        and [(type(s), getattr(s, "policy", "")) for s in p.body[0].body] == [(OpCall, "lower_precision_fp")]
+    )
+
+
+def test_every_grammar_feature_is_drawn_within_the_default_budget(spec: Spec, drawn: list[Program]) -> None:
+    """Every feature the grammar can draw on cpu (``grammar_features``: the installed torch's
+    higher-order ops included) shows up among the first programs the fixed seed draws."""
+    wanted = grammar_features(Grammar(spec, DEVICE, spec.device(DEVICE).default_dtype))
+    seen = frozenset().union(*(features(p) for p in drawn))
+    assert not wanted - seen, f"never drawn in {len(drawn)} programs: {sorted(wanted - seen)}"
+    assert seen <= wanted, f"drawn but not in grammar_features: {sorted(seen - wanted)}"
+
+
+def test_every_policy_of_the_device_and_unlisted_ops_are_drawn(spec: Spec, drawn: list[Program]) -> None:
+    policies = {s.policy for p in drawn for s in walk(p.body) if isinstance(s, OpCall)}
+    device = spec.device(DEVICE)
+    listed = {entry.policy.value for entry in device.ops.values()}
+    assert listed | {"unlisted"} <= policies
+
+
+def test_programs_shrink_to_one_op_called_in_a_region(spec: Spec, shrunk: Program) -> None:
+    """What Hypothesis shrinks toward: a function calling one op on graph inputs, called once
+    under no_grad inside the spec's first region entry point (the documented use)."""
+    assert shrunk.form is Form.FUNCTION
+    assert shrunk.context.grad_mode is GradMode.NO_GRAD
+    assert shrunk.context.second is None
+    assert shrunk.context.around is not None
+    assert shrunk.context.around.entry == spec.surface.entry_points[0].name
+    (op,) = shrunk.body
+    assert isinstance(op, OpCall)
+    assert all(leaf.holder is Holder.INPUT for leaf in shrunk.leaves)
+
+
+def test_drawing_and_rendering_are_deterministic(spec: Spec, drawn: list[Program]) -> None:
+    """The same seed draws the same programs; a program renders to the same text each time."""
+    for p in drawn[:: len(drawn) // 10]:
+        assert script_for(p, "inductor", spec) == script_for(p, "inductor", spec)
+    assert draw(spec, 20) == draw(spec, 20)
+
+
+@seed(SEED)
+@program_settings(20)
+@given(data=st.data())
+def test_each_program_runs_eagerly(spec: Spec, data: st.DataObject) -> None:
+    """The rendered program runs under eager autocast, and eager twice gives the same."""
+    p = data.draw(programs(spec, DEVICE))
+    record = run(p, "eager", spec)
+    assert record.eager is not None and record.got is not None
+    assert record.status == OK, f"{record.eager.error}\n{record.script}"
+    assert record.eager.first is not None and record.got.first is not None
+    assert record.eager.first.dtypes == record.got.first.dtypes
+    assert record.eager.first.state == record.got.first.state
+
+
+FAST_PASSES = (
+    "eager",
+    "aot_eager",
+    "export-strict",
+    "export-nonstrict",
+    "export-strict-decomposed",
+    "export-nonstrict-decomposed",
+)
+SLOW_PASSES = ("inductor", "inductor-emulate_precision_casts", "inductor-freezing", "aoti")
+
+
+def check_pass(spec: Spec, program: Program, pass_name: str) -> None:
+    record = run(program, pass_name, spec)
+    assert record.status == OK, f"{record.status}: {record.got and record.got.error}\n{record.script}"
+    assert record.eager is not None and record.got is not None
+    assert record.eager.first is not None and record.got.first is not None
+    assert record.got.first.dtypes == record.eager.first.dtypes
+    assert record.got.first.state == record.eager.first.state
+    assert {o.op for o in record.outputs} == {s.op for s in walk(program.body) if isinstance(s, OpCall)}
+
+
+@pytest.mark.parametrize("pass_name", FAST_PASSES)
+def test_each_pass_runs_the_simplest_program(spec: Spec, simplest: Program, pass_name: str) -> None:
+    check_pass(spec, simplest, pass_name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pass_name", SLOW_PASSES)
+def test_each_compiling_pass_runs_the_simplest_program(spec: Spec, simplest: Program, pass_name: str) -> None:
+    """inductor and AOTInductor build C++ (tens of seconds each): slow. Freezing needs an
+    inference program: the simplest one, under no_grad."""
+    if pass_name == "inductor-freezing":
+        training = dataclasses.replace(simplest, context=Context(GradMode.GRAD, training=True))
+        assert PASSES[pass_name].inapplicable(training) is not None  # says why, runs nothing
+        assert run(training, pass_name, spec).status == NOT_APPLICABLE
+        simplest = dataclasses.replace(simplest, context=Context(GradMode.NO_GRAD, training=False))
+    check_pass(spec, simplest, pass_name)
+
+
+def printed(seen: CallResult) -> str:
+    return ", ".join(seen.dtypes) if seen.error is None else seen.error
+
+
+def test_the_standalone_script_runs_and_prints_what_it_says(
+    spec: Spec, drawn: list[Program], tmp_path: Path
+) -> None:
+    """``python script.py`` prints, per side and call, what the runner records from the same
+    text: a program called a second time under another autocast state whose output dtypes
+    change with it."""
+
+    def changes(r: Record) -> bool:
+        return bool(r.status == OK and r.eager and r.eager.first and r.eager.second) and (
+            r.eager.second.dtypes != r.eager.first.dtypes  # type: ignore[union-attr]
+        )
+
+    program = next(
+        p
+        for p in sorted(drawn, key=size)
+        if p.context.second is not None and p.context.second.kind is SecondKind.STATE
+        if changes(run(p, "eager", spec))
+    )
+    record = run(program, "aot_eager", spec)
+    path = tmp_path / "program.py"
+    path.write_text(record.script)
+    out = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300, check=True
+    ).stdout
+    assert record.eager is not None and record.got is not None
+    for label, side in (("eager", record.eager), ("aot_eager", record.got)):
+        assert side.first is not None and side.second is not None
+        assert f"{label}: first call: {printed(side.first)} | state after:" in out, out
+        assert f"{label}: second call (state): {printed(side.second)} | state after:" in out, out
+    assert "pass: aot_eager" in out
+
+
+def test_program_ops_are_read_from_the_program(spec: Spec, simplest: Program) -> None:
+    (region,) = simplest.body
+    assert isinstance(region, Region)
+    (op,) = region.body
+    assert isinstance(op, OpCall)
+    assert program_ops(simplest, spec) == (op.op,)
+
+
+def test_program_ops_read_past_an_item_graph_break(spec: Spec, drawn: list[Program]) -> None:
+    """A tracer cannot read a value: the trace leaves the ``.item()`` out, not the ops."""
+    program = min((p for p in drawn if "break:item" in features(p)), key=size)
+    called = {s.op for s in walk(program.body) if isinstance(s, OpCall)}
+    assert called and set(program_ops(program, spec)) & called
+
+
+def test_reduce_keeps_what_the_program_shows(drawn: list[Program]) -> None:
+    """Reducing with a property the program keeps (it calls a given op) leaves a smaller
+    program that still has it."""
+    big = max(drawn, key=size)
+    wanted = next(s.op for s in walk(big.body) if isinstance(s, OpCall))
+    small = reduce(big, lambda p: any(isinstance(s, OpCall) and s.op == wanted for s in walk(p.body)))
+    assert size(small) < size(big)
+    assert [s.op for s in walk(small.body) if isinstance(s, OpCall)] == [wanted]
