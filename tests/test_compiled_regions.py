@@ -110,10 +110,10 @@ def test_a_program_s_ops_are_read_from_the_program(spec: Spec) -> None:
 def test_a_compiler_that_drops_casts_fails_the_regions(tmp_path: Path) -> None:
     p, got = run_planted(tmp_path, "planted_compiler", DROPCAST, *COMPILE, "dropcast", *SELECT)
     assert got == {
-        TEST.format("compile-attention-block-bfloat16"): "failure",
-        TEST.format("compile-layer-norm-linear-bfloat16"): "failure",
+        TEST.format("compile-dropcast-attention-block-bfloat16"): "failure",
+        TEST.format("compile-dropcast-layer-norm-linear-bfloat16"): "failure",
         # the float32 sum keeps its dtype, and a float32 linear stays within bfloat16's tolerance
-        TEST.format("compile-linear-plus-float32-residual-bfloat16"): "passed",
+        TEST.format("compile-dropcast-linear-plus-float32-residual-bfloat16"): "passed",
     }, (got, summary(p))
     assert "region layer-norm-linear (autocast bfloat16) gives other output dtypes" in p.stdout, summary(p)
 

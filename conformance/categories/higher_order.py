@@ -54,7 +54,9 @@ def _hops() -> dict[str, Any]:
 
 def _py_kernel(target: Target, name: str) -> Any:
     hop = _hops().get(name)
-    return None if hop is None else hop.py_kernels.get(getattr(torch._C.DispatchKey, target.dispatch_key))
+    # A key Python's DispatchKey enum lacks (AutocastMTIA on 2.13) can hold no Python kernel.
+    key = getattr(torch._C.DispatchKey, target.dispatch_key, None)
+    return None if hop is None or key is None else hop.py_kernels.get(key)
 
 
 def cases(target: Target) -> list[Case[Kernel]]:

@@ -29,6 +29,10 @@ than positional casts (the C++ kernel then calls the handler every time)."""
 
 Kernel = Callable[..., Any]
 
+HigherOrderCast = Callable[[tuple[Any, ...]], tuple[Any, ...]]
+"""``cast(args)``: a higher-order operator's positional arguments as the device's listed
+policy passes them on (``higher_order_ops`` in the spec)."""
+
 
 @dataclass(frozen=True, eq=False)
 class DeviceKernels:
@@ -37,7 +41,8 @@ class DeviceKernels:
     ``handlers``: one per spec op this torch has; ``always_on``: the same as plain
     kernels for the device's own Autocast key (they check the region themselves);
     ``native_only``: ops torch registers at that key that the spec does not list
-    (the reference leaves them untouched).
+    (the reference leaves them untouched); ``higher_order``: the casts of the
+    higher-order operators the device lists, by name.
     """
 
     spec: Spec
@@ -47,6 +52,7 @@ class DeviceKernels:
     describe: Mapping[str, Describe]
     always_on: Mapping[str, Kernel]
     native_only: frozenset[str]
+    higher_order: Mapping[str, HigherOrderCast]
 
     @property
     def native_key(self) -> torch._C.DispatchKey:

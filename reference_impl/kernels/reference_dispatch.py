@@ -166,6 +166,45 @@ def _install_reference_key(kernels: DeviceKernels) -> None:
         _REF_KERNELS.add(kernels)
 
 
+def _higher_order_kernel(hop: Any) -> Callable[..., Any]:
+    """A higher-order operator's Python kernel at the reference key (an operator has no
+    fallthrough there): a device that lists it and whose native autocast would run casts its
+    leading arguments; any other call goes on below the reference, as :func:`_trampoline`'s."""
+    name = hop.name()
+    guard = torch._C._ExcludeDispatchKeyGuard
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        t = _THREAD
+        for dev in t.devices:
+            cast = dev.kernels.higher_order.get(name)
+            if cast is not None and _native_would_run(dev, args):
+                with guard(dev.below):
+                    return hop(*cast(args), **kwargs)
+        with guard(t.exclude):
+            return hop(*args, **kwargs)
+
+    kernel.__name__ = f"reference_autocast_switch[higher_order::{name}]"
+    return kernel
+
+
+def _native_would_run(dev: _Active, args: tuple[Any, ...]) -> bool:
+    """The device's Autocast key would be in the call's key set: not excluded in this thread
+    (autocast enabled: the Autocast keys are in the default included set) and a tensor
+    argument on the device (a Python kernel is given no key set)."""
+    if torch._C._dispatch_tls_is_dispatch_key_excluded(dev.native_key):
+        return False
+    leaves = torch.utils._pytree.tree_leaves(args)
+    return any(isinstance(a, torch.Tensor) and a.device.type == dev.kernels.device for a in leaves)
+
+
+def _install_higher_order() -> None:
+    """A kernel at the reference key for each higher-order operator that has none yet (the
+    registry grows as torch's modules import)."""
+    for hop in list(torch._ops._higher_order_ops.values()):
+        if REFERENCE_KEY not in hop.py_kernels:
+            hop.py_impl(REFERENCE_KEY)(_higher_order_kernel(hop))
+
+
 def _recompute(t: _Thread) -> None:
     keys = (REFERENCE_KEY, *(dev.native_key for dev in t.devices))
     t.exclude_keys = keys
@@ -197,6 +236,7 @@ def _sync_extension(t: _Thread) -> None:
 
 def _switch_on(kernels: DeviceKernels) -> None:
     _install_reference_key(kernels)
+    _install_higher_order()
     t = _THREAD
     for dev in t.devices:
         if dev.kernels.device == kernels.device:
