@@ -22,6 +22,7 @@ from .catalog import (
     TensorArg,
 )
 from .common import SourceLoc, Tolerance, cited, frozen_map
+from .known_bugs import KnownBug
 from .model import (
     CacheRule,
     ContextRules,
@@ -29,7 +30,6 @@ from .model import (
     Divergence,
     Eligibility,
     JitLimitation,
-    KnownBug,
     Policy,
     PromoteRule,
     Rules,
@@ -146,6 +146,8 @@ def known_bugs_of(doc: YamlDocument, version: str, default_range: str = "") -> t
                 devices=tuple(b.get("devices", [])),
                 seen_on=b.get("seen_on", ""),
                 ops=tuple(b.get("ops", [])),
+                features=frozenset(b.get("features", [])),
+                reproduction=b.get("reproduction", ""),
             )
         )
     return tuple(out)

@@ -18,6 +18,7 @@ from .catalog import OpInfo
 from .common import SourceLoc, Tolerance, frozen_map
 from .dtype_rules import LOWER_DTYPES, NoAutocast, UnsupportedDtypeRule
 from .higher_order import HigherOrderKernel
+from .known_bugs import KnownBug
 from .surface import Surface
 
 
@@ -213,37 +214,6 @@ class PromoteRule:
 
 
 @dataclass(frozen=True)
-class KnownBug:
-    """A bug of the torch releases it names, declared so a generated check reports it as an xfail.
-
-    The rule stays what autocast should do; ``observed`` is what the affected releases do
-    instead, in the check's own words. A backend matching the rule passes, one matching
-    ``observed`` is an xfail with the reason, anything else fails.
-    """
-
-    id: str
-    check: str  # the generated check it shows up in (conformance.registry.all_checks())
-    observed: tuple[str, ...]  # each an observation the bug gives (in the check's words)
-    reason: str
-    source: str  # where it was reported
-    torch_versions: str
-    loc: SourceLoc
-    devices: tuple[str, ...] = ()  # empty: every device
-    seen_on: str = ""  # a vendor's bug with no public report: the release it was observed on
-    ops: tuple[str, ...] = ()  # empty: every op
-
-    def explains(self, check: str, device: str, observed: str, op: str | None = None) -> bool:
-        """Does this bug account for ``observed`` in ``check`` on ``device`` (for ``op``)?"""
-        where = (not self.devices or device in self.devices) and (not self.ops or op in self.ops)
-        return self.check == check and observed in self.observed and where
-
-    @property
-    def cited(self) -> str:
-        """Its source, or for a vendor's unreported bug the release it was seen on."""
-        return self.source if self.source != "none" else f"no public report; seen on {self.seen_on}"
-
-
-@dataclass(frozen=True)
 class Rules:
     eligibility: Eligibility
     out_of_place_only: bool
@@ -256,10 +226,6 @@ class Rules:
     unlisted_watchlist: tuple[str, ...] = ()  # ops users expect autocast to change, often wrongly
     custom_ops: CustomOpRules = CustomOpRules()
     known_bugs: tuple[KnownBug, ...] = ()  # for the spec's torch release only
-
-    def known_bug(self, check: str, device: str, observed: str, op: str | None = None) -> KnownBug | None:
-        """The declared bug of this release explaining ``observed`` in ``check`` on ``device``."""
-        return next((b for b in self.known_bugs if b.explains(check, device, observed, op)), None)
 
 
 @dataclass(frozen=True)

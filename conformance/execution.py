@@ -49,6 +49,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"default {DEFAULT_COMPILE_BACKEND}; inductor needs a C++ compiler)",
     )
     group.addoption(
+        "--programs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="generated programs per case of the programs category (default: each pass's own budget; "
+        "a larger N is a campaign: random draws, and what fails is saved to .hypothesis/autocast-programs)",
+    )
+    group.addoption(
+        "--programs-shrink",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long Hypothesis may shrink a failing generated program (default 120; 0: as drawn)",
+    )
+    group.addoption(
         "--compile-cache",
         default=None,
         metavar="DIR",

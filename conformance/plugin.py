@@ -4,7 +4,10 @@ This module registers the command-line options and the markers (the categories',
 :mod:`conformance.registry`), resolves the target before collection when an option was given
 (:mod:`conformance.session`), and lists the sub-plugins: :mod:`conformance.collection`
 (parametrization from the spec, fixtures, the state-leak check), :mod:`conformance.execution`
-(``--mode``, ``--compile-backend``, ``--compile-cache``) and :mod:`conformance.certify.plugin`.
+(``--mode``, ``--compile-backend``, ``--programs``, ``--compile-cache``),
+:mod:`conformance.certify.isolation` (a plain run of a vendor's backend in a worker that survives
+a native abort), :mod:`conformance.certify.plugin` (certification) and
+:mod:`conformance.inapplicable` (tests a backend cannot have are deselected, not skipped).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from .target import IMPLEMENTATIONS
 
 pytest_plugins = [
     "conformance.collection",
+    "conformance.certify.isolation",  # before certify.plugin, which imports it
     "conformance.certify.plugin",
     "conformance.execution",
-    "conformance.certify.isolation",
     "conformance.inapplicable",
 ]
 

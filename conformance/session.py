@@ -36,6 +36,8 @@ def options_of(config: pytest.Config) -> Options:
         ops=tuple(config.getoption("--op") or ()),
         modes=tuple(config.getoption("--mode", default=None) or ()),
         compile_backends=tuple(config.getoption("--compile-backend", default=None) or ()),
+        programs=config.getoption("--programs", default=None),
+        programs_shrink=float(config.getoption("--programs-shrink", default=120.0)),
     )
 
 

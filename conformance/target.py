@@ -57,6 +57,8 @@ class Options:
     ops: tuple[str, ...] = ()  # --op: only these ops' tests
     modes: tuple[str, ...] = ()  # --mode (repeatable; none: eager)
     compile_backends: tuple[str, ...] = ()  # --compile-backend (repeatable; none: aot_eager)
+    programs: int | None = None  # --programs: generated programs per case (None: each case's own)
+    programs_shrink: float = 120.0  # --programs-shrink: seconds to shrink a failing program
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class Target:
     modes: tuple[Mode, ...] = (Mode.EAGER,)  # the execution modes the run goes through
     # torch.compile's backends under Mode.COMPILE, each a pass of its own
     compile_backends: tuple[str, ...] = (DEFAULT_COMPILE_BACKEND,)
+    programs: int | None = None  # generated programs per case, for a campaign (None: each case's own)
+    programs_shrink: float = 120.0  # how long a failing generated program may be shrunk (seconds)
 
     @property
     def compiled_modes(self) -> tuple[Mode, ...]:
@@ -303,6 +307,8 @@ def resolve_target(opts: Options, categories: Collection[str] | None = None) -> 
         vendor_note,
         modes,
         tuple(dict.fromkeys(opts.compile_backends)) or (DEFAULT_COMPILE_BACKEND,),
+        opts.programs,
+        opts.programs_shrink,
     )
 
 

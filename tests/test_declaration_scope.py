@@ -12,7 +12,8 @@ import torch
 
 from autocast_spec.builders import build_ops
 from autocast_spec.common import SourceLoc
-from autocast_spec.model import KnownBug, Spec
+from autocast_spec.known_bugs import KnownBug
+from autocast_spec.model import Spec
 from autocast_spec.versions import Applicability
 from autocast_spec.yaml_source import YamlDocument
 from conformance.kit.case import Case

@@ -74,6 +74,8 @@ class Observation:
     steps: tuple[str, ...] = ()  # the scenario around the call, shown as comments
     declared: Declaration | None = None
     reproduce: str = ""  # replaces the generated snippet (a command) where given
+    features: frozenset[str] = frozenset()  # a generated program's (what a known bug may require)
+    op: str | None = None  # the op it is about, where not the case's (a generated program's output)
 
 
 def label(value: Any) -> str:
@@ -127,7 +129,15 @@ def expect(target: Target, obs: Observation) -> None:
         return
     seen = label(obs.observed)
     declared = (*target.spec.rules.known_bugs, *target.device_spec.known_bugs)  # torch's, the vendor's
-    bug = next((b for b in declared if b.explains(obs.check, target.device, seen, obs.case.op)), None)
+    dtypes = (obs.case.dtype_text, target.device_spec.default_dtype)
+    bug = next(
+        (
+            b
+            for b in declared
+            if b.explains(obs.check, target.device, seen, obs.op or obs.case.op, obs.features, dtypes)
+        ),
+        None,
+    )
     if bug is not None:
         pytest.xfail(xfail_reason(bug.id, bug.cited, bug.reason))
     if obs.declared is not None and obs.declared.explains(obs.observed):

@@ -162,7 +162,8 @@ class OpDrawing:
         kinds = []
         for inputs in ("float32", "lower", "mixed"):
             probe = self.runs(form, inputs, where)
-            if probe is not None and ((probe.tensors_only and probe.fresh) or not where.tensors_only):
+            whole = probe is not None and probe.tensors_only and probe.fresh and probe.dense_real
+            if probe is not None and (whole or not where.tensors_only):
                 kinds.append(inputs)
         return kinds
 

@@ -21,6 +21,26 @@ from ..harness.samples import resolve_entry_point
 from ..harness.state import quiet
 from .menu import Menu, menu_for
 
+# A focus: one dimension of the grammar a drawn program must hold (besides what else it draws),
+# so that a small budget still covers every dimension. The context's foci set the program's
+# context; the others add one statement of their kind under the program's first region.
+CONTEXT_FOCI = ("module", "train", "second_shape", "second_state")
+STATEMENT_FOCI = (
+    "decorator",
+    "legacy",
+    "nested",
+    "helpers",
+    "break",
+    "escape",
+    "custom_function",
+    "checkpoint",
+    "cache",
+    "cond",
+    "flex",
+    "nested_compile_region",
+)
+FOCI = CONTEXT_FOCI + STATEMENT_FOCI
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -119,6 +139,9 @@ class Grammar:
     dtype: str
     limits: Limits = field(default_factory=Limits)
     available: Available = field(default_factory=Available.installed)
+
+    def __repr__(self) -> str:  # short: Hypothesis shows the strategy's arguments
+        return f"Grammar({self.device!r}, {self.dtype!r}, spec for torch {self.spec.torch_version})"
 
     @property
     def menu(self) -> Menu:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from autocast_spec.catalog import Arg, ListArg, OpInfo, Sample, TensorArg
 from autocast_spec.model import POLICY_ORDER, Spec
@@ -94,6 +95,14 @@ class Probe:
     outputs: tuple[tuple[tuple[int, ...], str], ...]
     tensors_only: bool  # every leaf of the result is a tensor (what torch.cond returns)
     fresh: bool = True  # no output shares memory with an input (a torch.cond branch may not alias)
+    complex_inside: bool = False  # some aten op of the call made a complex tensor
+
+    @property
+    def dense_real(self) -> bool:
+        """Nothing complex, out or inside: torch.cond checks a complex tensor's strides as its
+        real view's and refuses them, also for the gradients its compiled backward makes through
+        one (fft_hfft; without autocast too: a torch.cond limitation, not autocast's)."""
+        return not self.complex_inside and not any(d.startswith("complex") for _, d in self.outputs)
 
     @property
     def primary(self) -> int | None:
@@ -199,8 +208,9 @@ def run_form(
     menu: Menu, form: OpForm, make: Callable[[int, TensorArg], torch.Tensor], state: str | None
 ) -> Probe | None:
     args, kwargs = rebuilt(form.sample, make)
+    seen = _SeesComplex()
     try:
-        with quiet():
+        with quiet(), seen:
             if state is None:
                 result = menu.target(form)(*args, **kwargs)
             else:
@@ -214,7 +224,20 @@ def run_form(
     given = {t.untyped_storage().data_ptr() for t in tensors_of((args, list(kwargs.values())))}
     fresh = all(t.untyped_storage().data_ptr() not in given for t in leaves)
     shapes = tuple((tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in leaves)
-    return Probe(shapes, only, fresh)
+    return Probe(shapes, only, fresh, seen.complex)
+
+
+class _SeesComplex(TorchDispatchMode):
+    """Notes whether any aten op of the call returns a complex tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.complex = False
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.complex = self.complex or any(t.is_complex() for t in tensors_of(out))
+        return out
 
 
 def probed(menu: Menu, form: OpForm, inputs: str, state: str | None) -> Probe | None:

@@ -22,6 +22,10 @@ from .tree import GradMode, Program, SecondKind
 GRAPH_BREAKS = ("break:graph_break", "break:print", "break:item", "wrap:disable")
 ONE_GRAPH = "strict export traces the program into one graph, which a graph break cannot be in"
 ANY_ERROR = ""
+# strict export cannot trace a non-reentrant checkpoint, whatever autocast does (seen on torch 2.13:
+# RuntimeError: _checkpoint_context_fn, or a TypeError from pytree, an empty checkpointed helper too):
+# such a program is not run through it at all, and no test of strict export draws only them
+CHECKPOINTED = "strict export cannot trace a non-reentrant torch.utils.checkpoint"
 # what torch.compile raises when a dimension marked dynamic is fixed by the program's ops
 STATIC = {
     "second:shape": (
@@ -50,6 +54,10 @@ def always(program: Program) -> str | None:
     return None
 
 
+def not_checkpointed(program: Program) -> str | None:
+    return CHECKPOINTED if "wrap:checkpoint" in features(program) else None
+
+
 def inference_only(program: Program) -> str | None:
     c = program.context
     if c.grad_mode is GradMode.GRAD:
@@ -71,6 +79,7 @@ class Pass:
     gradients: bool = True  # False: the callable has no autograd (gradients do not apply)
     # the second call's errors that are not the pass's fault, as cannot_take
     second_cannot_take: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    foci_out: frozenset[str] = frozenset()  # the grammar's dimensions none of whose programs it takes
 
     def call_text(self, program: Program) -> str:
         """The line of the script that applies the pass: ``<function>(model, example, ...)``."""
@@ -106,8 +115,10 @@ def export_pass(name: str, strict: bool, decomposed: bool) -> Pass:
         f"torch.export.export ({kind}){after}, then .module()",
         pass_code.exported,
         lambda p: {"strict": strict, "decomposed": decomposed, "dynamic": resizing(p)},
+        inapplicable=not_checkpointed if strict else always,
         cannot_take=dict.fromkeys(GRAPH_BREAKS, (ANY_ERROR, ONE_GRAPH)) if strict else {},
         second_cannot_take=STATIC,
+        foci_out=frozenset({"checkpoint"}) if strict else frozenset(),
     )
 
 
@@ -144,3 +155,9 @@ PASSES: dict[str, Pass] = {
         ),
     )
 }
+
+
+def pass_named(name: str) -> Pass:
+    """One of :data:`PASSES`, or ``torch.compile`` with a backend they do not name (a vendor's,
+    registered with ``torch._dynamo``): its default configuration."""
+    return PASSES.get(name) or compile_pass(name, name, {}, f"torch.compile(backend={name!r})")

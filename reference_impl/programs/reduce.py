@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 from .features import features
 from .tree import (
+    Autocast,
     Block,
     Boundary,
     Call,
@@ -189,3 +190,29 @@ def reduce(program: Program, shows: Callable[[Program], bool], budget: int = 200
             if tries >= budget:
                 break
     return current
+
+
+def without_autocast(program: Program) -> Program:
+    """``program`` with every autocast region disabled (``enabled=False``), around the calls
+    too: what the pass does to the same program without autocast."""
+
+    def off(a: Autocast) -> Autocast:
+        return dataclasses.replace(a, enabled=False)
+
+    def around(a: Autocast | None) -> Autocast | None:
+        return None if a is None else off(a)
+
+    def block(b: Block) -> Block:
+        out: list[Stmt] = []
+        for s in b:
+            inner = children(s)
+            s = (with_children(s, block(inner)) or s) if inner else s
+            if isinstance(s, Region):  # an escaped region's too, as the Escape's child
+                s = dataclasses.replace(s, autocast=off(s.autocast))
+            out.append(s)
+        return tuple(out)
+
+    c = program.context
+    second = c.second and dataclasses.replace(c.second, around=around(c.second.around))
+    context = dataclasses.replace(c, around=around(c.around), second=second)
+    return dataclasses.replace(program, body=block(program.body), context=context)

@@ -324,7 +324,9 @@ class Renderer:
         lines = [
             f"{indent}def {s.name}_true({signature}):",
             *self.block(s.body, inner, indent + "    "),
-            f"{indent}    return {tuple_text(outs)}",
+            # torch.cond takes dense outputs only (a permuted or sliced one is a user's error);
+            # an op's result may be a structure of tensors (a named tuple)
+            f"{indent}    return torch.utils._pytree.tree_map(torch.Tensor.contiguous, {tuple_text(outs)})",
             "",
             f"{indent}def {s.name}_false({signature}):  # the same computation",
             f"{indent}    return {s.name}_true({signature})",

@@ -32,9 +32,9 @@ from autocast_spec.model import Spec
 from ..engine.torch_registry import overload_name
 from ..harness.state import autocast_state_kept, quiet
 from .grammar import Grammar
-from .passes import PASSES, Pass
+from .passes import Pass, pass_named
 from .records import AutocastState, CallResult, NotApplicable, Output, Record, Side
-from .reduce import with_children
+from .reduce import with_children, without_autocast
 from .script import render
 from .script_code import tensors_of
 from .tree import (
@@ -63,7 +63,7 @@ class ProgramBug(Exception):
 def script_for(program: Program, pass_name: str, spec: Spec) -> str:
     """The standalone script running ``program`` eagerly and through pass ``pass_name``."""
     grammar = Grammar(spec, program.device, program.dtype)
-    return render(program, PASSES[pass_name], grammar.state_entry_points, grammar.state_devices)
+    return render(program, pass_named(pass_name), grammar.state_entry_points, grammar.state_devices)
 
 
 def load(source: str, directory: Path | None) -> ModuleType:
@@ -152,8 +152,26 @@ def classify_second(how: Pass, program: Program, eager: Side, got: Side) -> NotA
 
 def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None = None) -> Record:
     """``program`` run eagerly and through ``pass_name`` (one of :data:`.passes.PASSES`), from
-    its script written under ``directory`` (default: a temporary directory of the process)."""
-    how = PASSES[pass_name]
+    its script written under ``directory`` (default: a temporary directory of the process).
+
+    Where the pass raises and eager ran, the program is run again with every region disabled:
+    if eager runs it so and the pass raises the same, the failure is the pass's whatever
+    autocast does (not applicable here: a torch.compile bug, not autocast's)."""
+    record = _run(program, pass_name, spec, directory)
+    got, eager = record.got, record.eager
+    if record.not_applicable is not None or got is None or eager is None or eager.error or not got.error:
+        return record
+    bare = _run(without_autocast(program), pass_name, spec, directory)
+    if bare.eager is None or bare.got is None or bare.eager.error or not bare.got.error:
+        return record
+    if bare.got.error.split(":", 1)[0] != got.error.split(":", 1)[0]:
+        return record
+    why = f"the pass raises without autocast too: {bare.got.error[:200]}"
+    return dataclasses.replace(record, not_applicable=NotApplicable(why, got.error))
+
+
+def _run(program: Program, pass_name: str, spec: Spec, directory: Path | None) -> Record:
+    how = pass_named(pass_name)
     source = script_for(program, pass_name, spec)
     why = how.inapplicable(program)
     if why is not None:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from autocast_spec.model import Spec
 
 from .draw_ops import Draw, OpDrawing, Value, Where
-from .grammar import Available, Grammar, Limits
+from .grammar import STATEMENT_FOCI, Available, Grammar, Limits
 from .tree import (
     Autocast,
     Block,
@@ -77,8 +77,11 @@ def state_of(autocast: Autocast | None, device: str) -> str | None:
 class Builder(OpDrawing):
     """One program's body, drawn statement by statement."""
 
-    def __init__(self, draw: Draw, grammar: Grammar, form: Form, context: Context) -> None:
+    def __init__(
+        self, draw: Draw, grammar: Grammar, form: Form, context: Context, focus: str | None = None
+    ) -> None:
         self.draw, self.grammar, self.context = draw, grammar, context
+        self.focus = focus if focus in STATEMENT_FOCI else None  # placed once, by :meth:`block`
         self.menu, self.dtype, self.device = grammar.menu, grammar.dtype, grammar.device
         self.module = form is Form.MODULE
         self.resizing = context.second is not None and context.second.kind is SecondKind.SHAPE
@@ -127,7 +130,42 @@ class Builder(OpDrawing):
                 break
             self.statements += 1
             stmts.append(stmt)
+        under_autocast = where.enclosed or self.context.around is not None
+        if self.focus is not None and under_autocast and not where.restricted:
+            focus, self.focus = self.focus, None  # placed once: not again in the blocks it draws
+            focused = self.focused(focus, where)
+            stmts += [focused] if focused is not None else []
         return tuple(stmts)
+
+    def nested(self, where: Where) -> Region:
+        """A region nested in one of the program's own (outside any, a region holding one)."""
+        if not where.enclosed:
+            self.focus = "nested"  # placed again in the region's own block
+        return self.region(where)
+
+    def focused(self, focus: str, where: Where) -> Stmt | None:
+        """One statement of the focus's kind (None where the grammar has none here)."""
+        makers: dict[str, Callable[[], Stmt | None]] = {
+            "decorator": lambda: self.region(where, RegionForm.DECORATOR),
+            "legacy": lambda: self.region(where, legacy=True),
+            "nested": lambda: self.nested(where),
+            "helpers": lambda: self.call(where, Wrap.PLAIN),
+            "break": lambda: self.graph_break(where),
+            "escape": lambda: Escape(self.region(where, RegionForm.WITH)),
+            "custom_function": lambda: self.custom_function(where) if self.grammar.custom_function else None,
+            "checkpoint": lambda: self.call(where, Wrap.CHECKPOINT),
+            "cache": lambda: (
+                CacheSwitch(self.grammar.cache_setter or "", self.draw(st.booleans()))
+                if self.grammar.cache_setter
+                else None
+            ),
+            "cond": lambda: self.cond(where) if self.grammar.available.cond else None,
+            "flex": lambda: self.flex() if self.grammar.available.flex_attention else None,
+            "nested_compile_region": lambda: (
+                self.call(where, Wrap.NESTED) if self.grammar.available.nested_compile_region else None
+            ),
+        }
+        return makers[focus]()
 
     def kinds(self, where: Where) -> list[str]:
         ok = []
@@ -174,8 +212,11 @@ class Builder(OpDrawing):
 
     # -- regions -----------------------------------------------------------------------
 
-    def autocast(self, device: str, dtypes: bool = True) -> Autocast:
-        entry = self.pick(self.grammar.regions(device))
+    def autocast(self, device: str, dtypes: bool = True, legacy: bool = False) -> Autocast:
+        entries = self.grammar.regions(device)
+        if legacy:  # the device's legacy alias (it takes no device_type), where it has one
+            entries = tuple(e for e in entries if "device_type" not in e.positional) or entries
+        entry = self.pick(entries)
         return Autocast(
             entry.name,
             device,
@@ -185,12 +226,12 @@ class Builder(OpDrawing):
             takes_device="device_type" in entry.positional,
         )
 
-    def region(self, where: Where, form: RegionForm | None = None) -> Region:
+    def region(self, where: Where, form: RegionForm | None = None, legacy: bool = False) -> Region:
         device = self.device
         others = self.grammar.other_devices
-        if where.regions and others and self.draw(st.booleans()):
+        if where.regions and others and not legacy and self.draw(st.booleans()):
             device = self.pick(others)  # a region of another device type, nested
-        autocast = self.autocast(device)
+        autocast = self.autocast(device, legacy=legacy)
         forms = (
             (RegionForm.WITH, RegionForm.DECORATOR)
             if where.calls < self.limits.max_calls
@@ -210,14 +251,14 @@ class Builder(OpDrawing):
 
     # -- helpers, graph breaks, exceptions ------------------------------------------------
 
-    def call(self, where: Where) -> Call:
+    def call(self, where: Where, wrap: Wrap | None = None) -> Call:
         boundaries = [Boundary.FUNCTION] + ([Boundary.METHOD, Boundary.SUBMODULE] if where.has_self else [])
         boundary = self.pick(boundaries)
         avail = self.grammar.available
         wraps = [Wrap.PLAIN, Wrap.CHECKPOINT]
         wraps += [Wrap.DISABLE] if avail.compiler_disable else []
         wraps += [Wrap.NESTED] if avail.nested_compile_region and not where.restricted else []
-        wrap = self.pick(wraps)
+        wrap = wrap or self.pick(wraps)
         inner = dataclasses.replace(where, calls=where.calls + 1, has_self=boundary is not Boundary.FUNCTION)
         if wrap is Wrap.NESTED:
             inner = dataclasses.replace(inner, restricted=True, tensors_only=True)
@@ -266,8 +307,10 @@ class Builder(OpDrawing):
         return first + self.block(where, at_least=0 if first else 1)
 
 
-def second_call(draw: Draw, builder_grammar: Grammar, around: Autocast | None) -> Second | None:
-    kind = draw(st.sampled_from((None, SecondKind.SHAPE, SecondKind.STATE)))
+def second_call(
+    draw: Draw, builder_grammar: Grammar, around: Autocast | None, kind: SecondKind | None = None
+) -> Second | None:
+    kind = kind or draw(st.sampled_from((None, SecondKind.SHAPE, SecondKind.STATE)))
     if kind is None:
         return None
     if kind is SecondKind.SHAPE:
@@ -283,10 +326,13 @@ def second_call(draw: Draw, builder_grammar: Grammar, around: Autocast | None) -
 
 
 @st.composite
-def program_strategy(draw: Draw, grammar: Grammar) -> Program:
-    form = draw(st.sampled_from(tuple(Form)))
-    grad_mode = draw(st.sampled_from(GRAD_MODES))
-    training = draw(st.booleans())
+def program_strategy(
+    draw: Draw, grammar: Grammar, focus: str | None = None, inference_only: bool = False
+) -> Program:
+    form = Form.MODULE if focus == "module" else draw(st.sampled_from(tuple(Form)))
+    modes = (GradMode.NO_GRAD, GradMode.INFERENCE) if inference_only else GRAD_MODES
+    grad_mode = GradMode.GRAD if focus == "train" else draw(st.sampled_from(modes))
+    training = focus == "train" or (not inference_only and draw(st.booleans()))
     around = None
     if draw(st.booleans()):
         entry = grammar.regions(grammar.device)[0]
@@ -296,8 +342,9 @@ def program_strategy(draw: Draw, grammar: Grammar) -> Program:
             draw(st.sampled_from(grammar.dtypes(grammar.device))),
             takes_device="device_type" in entry.positional,
         )
-    context = Context(grad_mode, training, around, second_call(draw, grammar, around))
-    builder = Builder(draw, grammar, form, context)
+    kind = {"second_shape": SecondKind.SHAPE, "second_state": SecondKind.STATE}.get(focus or "")
+    context = Context(grad_mode, training, around, second_call(draw, grammar, around, kind))
+    builder = Builder(draw, grammar, form, context, focus)
     body = builder.body()
     return Program(grammar.device, grammar.dtype, form, tuple(builder.leaves), body, context)
 
@@ -309,10 +356,14 @@ def programs(
     *,
     limits: Limits | None = None,
     available: Available | None = None,
+    focus: str | None = None,
+    inference_only: bool = False,
 ) -> st.SearchStrategy[Program]:
     """Autocast programs on ``device`` under autocast to ``dtype`` (default: the device's
     default dtype), drawn from the spec (ops, policies, entry points) and what the installed
-    torch has (``available``: the higher-order ops; default: detected)."""
+    torch has (``available``: the higher-order ops; default: detected). ``focus`` (one of
+    :data:`FOCI`): every program holds that dimension; ``inference_only``: eval mode, under
+    ``no_grad`` or ``inference_mode`` (what inductor's freezing takes)."""
     grammar = Grammar(
         spec,
         device,
@@ -320,7 +371,7 @@ def programs(
         limits or Limits(),
         available or Available.installed(),
     )
-    return program_strategy(grammar)
+    return program_strategy(grammar, focus, inference_only)
 
 
 def drawn_programs(
