@@ -41,13 +41,14 @@ the op schemas of the installed torch.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from autocast_spec.catalog import OpInfo
+from autocast_spec.higher_order import HigherOrderKernel
 from autocast_spec.model import DeviceSpec, Policy, Rules
 
 from .dtypes import dtype_name
@@ -347,3 +348,24 @@ def expected_output_dtype(plan: CastPlan, state: AutocastState) -> torch.dtype |
     if plan.casts:
         return plan.casts[0].to_dtype
     return None
+
+
+def higher_order_cast(listed: HigherOrderKernel, device: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """``listed``'s policy on its leading arguments: lower_precision_fp casts each floating
+    tensor of the device other than float64 to the autocast dtype; ``none`` passes them on."""
+    count = len(listed.args) if listed.policy == "lower_precision_fp" else 0
+
+    def cast(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        dtype = torch.get_autocast_dtype(device)
+        head = tuple(
+            a.to(dtype)
+            if isinstance(a, torch.Tensor)
+            and a.is_floating_point()
+            and a.dtype != torch.float64
+            and a.device.type == device
+            else a
+            for a in args[:count]
+        )
+        return head + tuple(args[count:])
+
+    return cast

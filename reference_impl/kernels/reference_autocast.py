@@ -30,18 +30,17 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
-from autocast_spec.higher_order import HigherOrderKernel
 from autocast_spec.model import DeviceSpec, Policy, Spec
 
 from ..engine.dtypes import dtype_name
 from ..engine.eligibility import weight_tensor
 from ..engine.oracle import CastFn, apply_plan, caster, to_dtype
-from ..engine.policy import ArgCast, AutocastState, CastPlan, decide
+from ..engine.policy import ArgCast, AutocastState, CastPlan, decide, higher_order_cast
 from ..engine.signatures import Path, signature
 from ..engine.torch_registry import autocast_registrations, dispatch_key, op_exists, op_overload
 from ..spectools.installed_spec import load_installed_spec
 from . import reference_dispatch, trace, weight_cache
-from .device_kernels import Describe, DeviceKernels, Handler, HigherOrderCast, Kernel
+from .device_kernels import Describe, DeviceKernels, Handler, Kernel
 from .plan_memo import MEMO_SIZE, NativePlan, Positional, call_key_for, native_plan, positional_casts
 from .reference_dispatch import Registration
 from .weight_cache import cached_cast, from_cache
@@ -225,27 +224,6 @@ def op_kernel(op: str, dspec: DeviceSpec, spec: Spec, key: torch._C.DispatchKey)
     return _always_on(op, _handler(op, dspec, spec)[0], dspec, key)
 
 
-def _higher_order_cast(listed: HigherOrderKernel, device: str) -> HigherOrderCast:
-    """``listed``'s policy on its leading arguments: lower_precision_fp casts each floating
-    tensor of the device other than float64 to the autocast dtype; ``none`` passes them on."""
-    count = len(listed.args) if listed.policy == "lower_precision_fp" else 0
-
-    def cast(args: tuple[Any, ...]) -> tuple[Any, ...]:
-        dtype = torch.get_autocast_dtype(device)
-        head = tuple(
-            a.to(dtype)
-            if isinstance(a, torch.Tensor)
-            and a.is_floating_point()
-            and a.dtype != torch.float64
-            and a.device.type == device
-            else a
-            for a in args[:count]
-        )
-        return head + tuple(args[count:])
-
-    return cast
-
-
 _KERNELS: dict[tuple[int, str], DeviceKernels] = {}
 _KERNELS_KEPT = 32  # specs whose kernels are kept built
 
@@ -267,7 +245,7 @@ def device_kernels(spec: Spec, dspec: DeviceSpec) -> DeviceKernels:
         describe={op: d for op, (_, d) in made.items()},
         always_on={op: _always_on(op, h, dspec, native_key) for op, h in handlers.items()},
         native_only=autocast_registrations(dspec.dispatch_key) - set(dspec.ops),
-        higher_order={k.op: _higher_order_cast(k, dspec.device) for k in dspec.higher_order_ops},
+        higher_order={k.op: higher_order_cast(k, dspec.device) for k in dspec.higher_order_ops},
     )
     if len(_KERNELS) >= _KERNELS_KEPT:
         _KERNELS.clear()
