@@ -5,6 +5,7 @@ within the default budget (tests/helpers/program_plants.py)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -88,16 +89,30 @@ def verdict(target: Target, case: Case[Generated]) -> str:
     return "pass"
 
 
+@pytest.fixture
+def isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """No compiled artifact of a planted run outlives it: torch's on-disk caches are off for the
+    test (a graph compiled under a plant would be served to a later clean run) and Dynamo's are
+    reset after it."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False):
+        yield monkeypatch
+        monkeypatch.undo()
+    torch._dynamo.reset()
+
+
 @pytest.mark.parametrize("name", sorted(CAUGHT_BY))
 def test_a_planted_bug_fails_the_generated_programs(
-    target: Target, name: str, monkeypatch: pytest.MonkeyPatch
+    target: Target, name: str, isolated: pytest.MonkeyPatch
 ) -> None:
     p = CAUGHT_BY[name]
     case = case_of(p)
     if p not in CLEAN:
         CLEAN[p] = verdict(target, case)
     assert not CLEAN[p].startswith("fail"), CLEAN[p]
-    PLANTS[name](monkeypatch)
+    PLANTS[name](isolated)
     got = verdict(target, case)
     if name in NOT_CAUGHT:
         assert not got.startswith("fail"), f"{name} is caught now: remove it from NOT_CAUGHT"
