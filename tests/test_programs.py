@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 from helpers.program_plants import PLANTS
+from helpers.suite_runs import run_suite, summary
 
 from conformance import registry
 from conformance.categories import programs
@@ -118,3 +119,14 @@ def test_a_planted_bug_fails_the_generated_programs(
         assert not got.startswith("fail"), f"{name} is caught now: remove it from NOT_CAUGHT"
         pytest.xfail(f"{name}: not caught within the default budget ({case.id}): {NOT_CAUGHT[name]}")
     assert got.startswith("fail"), f"{name}: {case.id} {got}"
+
+
+@pytest.mark.slow
+def test_the_generated_programs_pass_clean_in_both_dtypes() -> None:
+    """The default budget of every compile and export test, both dtypes, passes on this torch
+    (known bugs and value bounds declared); the planted tests above see bfloat16 only."""
+    p = run_suite(
+        "--backend", "cpu", "--dtype", "all", "-m", "programs", "--mode", "compile", "--mode", "export",
+        "--programs-shrink", "0", "-n", "2", paths=("conformance/test_programs.py",),
+    )  # fmt: skip
+    assert p.returncode == 0 and " passed" in p.stdout, summary(p)
