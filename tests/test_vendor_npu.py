@@ -32,8 +32,7 @@ from helpers.certify_helpers import (
     with_status,
 )
 
-# one worker for the module: its fixture certifies twice (about 95 s) and would run in each worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vendor_npu")]
+pytestmark = pytest.mark.slow
 
 DEVIATION = "aten::exp=lower_precision_fp"
 ABORTING_OP = "aten::mm"
