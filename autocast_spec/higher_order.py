@@ -11,6 +11,7 @@ and to what (``lower_precision_fp``: to the autocast dtype; ``none``: passed on 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .common import SourceLoc
 
@@ -20,7 +21,7 @@ class HigherOrderKernel:
     """One higher-order operator's Python kernel at a device's Autocast key."""
 
     op: str  # the operator's name in torch.ops.higher_order, e.g. "flex_attention"
-    policy: str  # "lower_precision_fp" | "none"
+    policy: Literal["lower_precision_fp", "none"]  # the schema allows these two
     args: tuple[str, ...]  # its leading positional arguments the policy applies to, by name
     loc: SourceLoc
     note: str = ""

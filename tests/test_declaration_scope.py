@@ -78,3 +78,23 @@ def test_functorch_gaps_by_device() -> None:
     assert info.functorch_gap("vmap", "cuda") == "on cuda (no public report; seen on torch 2.11)"
     assert info.functorch_gap("vmap", "xpu") is None
     assert info.functorch_gap("grad", "xpu") == "everywhere (https://github.com/pytorch/pytorch/issues/1)"
+
+
+def test_a_known_bug_of_torch_s_surface_names_the_case_s_device_and_dtypes() -> None:
+    """An observation may leave {device}, {dtype} and {default_dtype} to the case: the same torch
+    bug then explains what it gives on cpu and on a vendor's device, and nothing else (the
+    acme example met the cpu-only wording as 18 failures)."""
+    bug = KnownBug(
+        "b", "call_forms.region",
+        ("returns ({dtype}); is_autocast_enabled('{device}') False -> True; "
+         "get_autocast_dtype('{device}') torch.{default_dtype} -> torch.{dtype}",),
+        "r", "none", ">=2.13", SourceLoc("spec/rules.yaml", 1), seen_on="2.13.0",
+    )  # fmt: skip
+    acme = (
+        "returns (bfloat16); is_autocast_enabled('acme') False -> True; "
+        "get_autocast_dtype('acme') torch.float16 -> torch.bfloat16"
+    )
+    assert bug.explains("call_forms.region", "acme", acme, dtypes=("bfloat16", "float16"))
+    assert not bug.explains("call_forms.region", "cpu", acme, dtypes=("bfloat16", "float16"))
+    assert not bug.explains("call_forms.region", "acme", acme, dtypes=("float16", "float16"))
+    assert not bug.explains("call_forms.value", "acme", acme, dtypes=("bfloat16", "float16"))
