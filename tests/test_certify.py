@@ -31,6 +31,7 @@ from helpers.certify_helpers import (
     verify,
     write,
 )
+from helpers.once import once_per_run
 
 from conformance.certify import bundle as B
 from conformance.certify import verify as verify_module
@@ -132,14 +133,20 @@ def certify_synthetic(d: Path, out: str, *extra: str) -> Run:
     return run(certify_cmd(out, *extra), d)
 
 
-@pytest.fixture(scope="module")
-def syn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Run]]:
-    d = synthetic(tmp_path_factory.mktemp("certify"))
+def certify_both(tmp: Path) -> dict[str, Run]:
+    d = synthetic(tmp)
     procs = {
         name: start(certify_cmd(out, "--test-timeout", TIMEOUT_S, *extra), d, env)
         for name, (out, extra, env) in RUNS.items()
     }
-    return d, {name: finish(proc, d) for name, proc in procs.items()}
+    return {name: finish(proc, d) for name, proc in procs.items()}
+
+
+@pytest.fixture(scope="module")
+def syn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Run]]:
+    """Certified once per test run, whichever xdist worker asks first (helpers/once.py)."""
+    root, runs = once_per_run(tmp_path_factory, "certify", certify_both)
+    return root / "suite", runs
 
 
 def run_results(syn: tuple[Path, dict[str, Run]], name: str) -> dict[str, dict[str, Any]]:

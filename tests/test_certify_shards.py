@@ -34,6 +34,7 @@ from helpers.certify_helpers import (
     verify,
     write,
 )
+from helpers.once import once_per_run
 
 from conformance.categories.modes import batch_scope
 from conformance.certify import bundle as B
@@ -218,9 +219,7 @@ RUNS = {  # name -> extra options
 }
 
 
-@pytest.fixture(scope="module")
-def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Run]]:
-    d = tmp_path_factory.mktemp("shards")
+def certify_in_shards(d: Path) -> dict[str, Run]:
     write(d / "test_syn.py", SUITE)
     write(d / "exp.yaml", EXPECTATIONS)
     base = ("--backend", "cpu", "--expectations", "exp.yaml")
@@ -228,7 +227,14 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, R
     runs = {n: finish(p, d) for n, p in procs.items()}
     for n, r in runs.items():
         assert (d / n / B.MANIFEST).is_file(), r.repro()
-    return d, runs
+    return runs
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Run]]:
+    """Certified once per test run, whichever xdist worker asks first (helpers/once.py); each
+    test writes under its own names in the shared directory."""
+    return once_per_run(tmp_path_factory, "shards", certify_in_shards)
 
 
 def merge_bundles(d: Path, *args: str) -> Run:

@@ -19,6 +19,7 @@ second run compiles nothing and concurrent processes wait for one build.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ from helpers.certify_helpers import (
     verify,
     with_status,
 )
+from helpers.once import once_per_run
 
 from autocast_spec.model import Spec
 from examples.vendor_backend.build import missing_toolchain
@@ -154,8 +156,16 @@ def test_planted_deviation_fails_its_op(deviation: str, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def mandatory_core_only(spec: Spec, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An expectations file that skips every test function outside the mandatory core."""
-    where = tmp_path_factory.mktemp("expectations")
+    """An expectations file that skips every test function outside the mandatory core (written
+    once per test run, whichever xdist worker asks first: helpers/once.py)."""
+    where, _ = once_per_run(tmp_path_factory, "expectations", functools.partial(write_core_only, spec))
+    return where / CORE_ONLY
+
+
+CORE_ONLY = "mandatory-core-only.yaml"
+
+
+def write_core_only(spec: Spec, where: Path) -> dict[str, Run]:
     core = " or ".join(spec.rules.mandatory_core)
     procs = [start(suite_cmd("--collect-only", *m), where, env()) for m in ((), ("-m", core))]
     every, mandatory = (finish(p, where) for p in procs)
@@ -169,9 +179,8 @@ def mandatory_core_only(spec: Spec, tmp_path_factory: pytest.TempPathFactory) ->
     lines = ["kind: expectations", "expectations:"]
     for fn in sorted(f for f, has_core in functions.items() if not has_core):
         lines += [f'  - match: "{fn}[*"', "    status: skip", '    reason: "outside the mandatory core"']
-    path = where / "mandatory-core-only.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    (where / CORE_ONLY).write_text("\n".join(lines) + "\n")
+    return {"every": every, "mandatory": mandatory}
 
 
 BROKEN = {"abort": ("crash", "aten::atan2"), "hang": ("timeout", "aten::cosh")}

@@ -31,6 +31,7 @@ from helpers.certify_helpers import (
     verify,
     with_status,
 )
+from helpers.once import once_per_run
 
 pytestmark = pytest.mark.slow
 
@@ -56,9 +57,12 @@ def certify_cmd(out: Path) -> list[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Run, Run]]:
-    root = tmp_path_factory.mktemp("npu")
+Bundles = dict[str, tuple[Path, Run, Run]]
+
+
+def certify_both(root: Path) -> dict[str, Run]:
+    """The two certifications side by side, then each bundle verified: ``<name>`` (the run) and
+    ``<name>-verify`` (verify-bundle) for ``shipped`` and ``deviating``."""
     env = {"PYTHONPATH": str(VENDOR_DIR)}
     planted = {
         **env,
@@ -66,20 +70,23 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, R
         "NPU_SIM_ABORT": ABORTING_OP,
         "NPU_SIM_ABORT_MARKER": str(root / "aborted-once"),
     }
-    runs = {
-        "shipped": (root / "shipped", env),
-        "deviating": (root / "deviating", planted),
-    }
-    procs = {name: start(certify_cmd(out), root, e) for name, (out, e) in runs.items()}
+    runs = {"shipped": env, "deviating": planted}
+    procs = {name: start(certify_cmd(root / name), root, e) for name, e in runs.items()}
     done = {}
     for name, proc in procs.items():
-        out, e = runs[name]
-        cert = finish(proc, root)
-        done[name] = (out, cert, verify(out, root, e))
+        done[name] = finish(proc, root)
+        done[f"{name}-verify"] = verify(root / name, root, runs[name])
     return done
 
 
-def test_shipped_vendor_is_conformant(bundles: dict[str, tuple[Path, Run, Run]]) -> None:
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> Bundles:
+    """Certified once per test run, whichever xdist worker asks first (helpers/once.py)."""
+    root, runs = once_per_run(tmp_path_factory, "npu", certify_both)
+    return {name: (root / name, runs[name], runs[f"{name}-verify"]) for name in ("shipped", "deviating")}
+
+
+def test_shipped_vendor_is_conformant(bundles: Bundles) -> None:
     out, cert, ver = bundles["shipped"]
     assert cert.rc == 0, cert.repro()
     assert ver.rc == 0 and "verdict: conformant" in ver.out, ver.repro()
@@ -88,7 +95,7 @@ def test_shipped_vendor_is_conformant(bundles: dict[str, tuple[Path, Run, Run]])
     assert meta["stale_expectations"] == [], meta["stale_expectations"]
 
 
-def test_declared_exceptions_get_their_status(bundles: dict[str, tuple[Path, Run, Run]]) -> None:
+def test_declared_exceptions_get_their_status(bundles: Bundles) -> None:
     out, cert, _ = bundles["shipped"]
     res = results(out)
     waived, xfail, unsupported = (with_status(res, s) for s in ("waived", "xfail", "not-supported"))
@@ -101,7 +108,7 @@ def test_declared_exceptions_get_their_status(bundles: dict[str, tuple[Path, Run
     assert not any(r["status"] == "skip" and "[xpu-" in t for t, r in res.items())
 
 
-def test_undeclared_difference_and_crash_fail_the_verdict(bundles: dict[str, tuple[Path, Run, Run]]) -> None:
+def test_undeclared_difference_and_crash_fail_the_verdict(bundles: Bundles) -> None:
     out, cert, ver = bundles["deviating"]
     res = results(out)
     crashed = with_status(res, "crash")

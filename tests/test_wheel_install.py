@@ -16,7 +16,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.certify_helpers import REPO, run
+from helpers.certify_helpers import REPO, Run, run
+from helpers.once import once_per_run
 
 pytestmark = pytest.mark.slow
 
@@ -33,25 +34,16 @@ def repo_packages() -> set[str]:
     return out
 
 
+def build_wheel(dist: Path) -> dict[str, Run]:
+    cmd = [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation"]
+    return {"wheel": run([*cmd, "-w", str(dist)], REPO, timeout=600)}
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dist = tmp_path_factory.mktemp("dist")
-    r = run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            str(REPO),
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(dist),
-        ],
-        REPO,
-        timeout=600,
-    )
-    assert r.rc == 0, r.repro()
+    """Built once per test run, whichever xdist worker asks first (helpers/once.py)."""
+    dist, runs = once_per_run(tmp_path_factory, "dist", build_wheel)
+    assert runs["wheel"].rc == 0, runs["wheel"].repro()
     (whl,) = dist.glob("autocast_conformance-*.whl")
     return whl
 
