@@ -74,15 +74,16 @@ def test_installed_wheel_certifies_cpu(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     r = run([sys.executable, "-m", "venv", str(venv)], tmp_path, timeout=300)
     assert r.rc == 0, r.repro()
+    # nothing of the checkout on the path: pip would take its metadata as the package installed
+    env = {"PYTHONPATH": "", "PYTEST_ADDOPTS": ""}
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
-    r = run([*pip, TORCH_PIN], tmp_path, timeout=1200)
+    r = run([*pip, TORCH_PIN], tmp_path, env, timeout=1200)
     assert r.rc == 0, r.repro()
-    r = run([*pip, str(wheel)], tmp_path, timeout=600)
+    r = run([*pip, str(wheel)], tmp_path, env, timeout=600)
     assert r.rc == 0, r.repro()
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {"PYTHONPATH": "", "PYTEST_ADDOPTS": ""}
     cert = run(
         [
             str(venv / "bin" / "pytest"),
