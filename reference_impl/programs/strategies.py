@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from hypothesis import HealthCheck, Phase, assume, given, seed, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from autocast_spec.model import Spec
@@ -317,7 +317,7 @@ def program_strategy(
     focus: str | None = None,
     inference_only: bool = False,
     observable: bool = False,
-) -> Program:
+) -> Program | None:
     form = Form.MODULE if focus == "module" else draw(st.sampled_from(tuple(Form)))
     shown = focus if observable else None  # the focus whose dimension the program must show
     inference_only = inference_only or shown == "module"  # a module as deployed: eval, no gradients
@@ -339,8 +339,8 @@ def program_strategy(
     builder = Builder(draw, grammar, form, context, focus, observable)
     body = builder.body()
     program = Program(grammar.device, grammar.dtype, form, tuple(builder.leaves), body, context)
-    assume(shows(shown, program, Judge(grammar.menu, builder.forms, grammar.dtype)))
-    return program
+    # None: drawn again (a filter, not assume(): an exception makes Hypothesis describe the strategy)
+    return program if shows(shown, program, Judge(grammar.menu, builder.forms, grammar.dtype)) else None
 
 
 def programs(
@@ -367,7 +367,8 @@ def programs(
         limits or Limits(),
         available or Available.installed(),
     )
-    return program_strategy(grammar, focus, inference_only, observable)
+    drawn = program_strategy(grammar, focus, inference_only, observable)
+    return drawn.filter(lambda p: p is not None)  # type: ignore[return-value]
 
 
 def drawn_programs(
