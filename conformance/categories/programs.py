@@ -14,7 +14,9 @@ any shape: the main job's share); else per pass of the run's modes (``compile``:
 passes; ``export``: strict and non-strict, ``ep.module()`` and after ``run_decompositions()``;
 ``aoti``) and dtype under test; the cheap passes once per dimension of the grammar (a focus
 every drawn program holds: a module, a decorator, nested regions, a checkpoint,
-``torch.cond``...), so that a small budget still covers every dimension. Each case draws its
+``torch.cond``...), so that a small budget still covers every dimension; through torch.compile, a
+focused program also shows its dimension: some op's output dtype depends on it
+(:mod:`reference_impl.programs.foci`). Each case draws its
 budget of programs (:data:`PLAN`; ``--programs N`` for a longer campaign), from a fixed seed
 (the same programs on every run). A campaign saves the failing programs it finds in
 ``.hypothesis/autocast-programs`` (``AUTOCAST_PROGRAMS_DB``); copied to
@@ -350,6 +352,7 @@ def check(target: Target, case: Case[Generated]) -> None:
         case.dtype_text,
         focus=p.focus or None,
         inference_only=p.config == "freezing",
+        observable=p.mode is Mode.COMPILE,
     )
     seed_of = int(hashlib.sha256(case.id.encode()).hexdigest()[:12], 16)
 

@@ -45,6 +45,17 @@ class Value:
 
 
 @dataclass(frozen=True)
+class Drawn:
+    """How an op call was drawn: its form and its input kind."""
+
+    form: OpForm
+    inputs: str
+
+
+Forms = dict[str, Drawn]  # an op call's value name -> how it was drawn
+
+
+@dataclass(frozen=True)
 class Where:
     """Where a statement is drawn: the autocast dtypes the device may run it under (None: off;
     several where the region around the call decides), how deep it is, what it may hold."""
@@ -74,6 +85,7 @@ class OpDrawing:
     gradients: bool  # the program takes gradients
     leaves: list[Leaf]
     values: list[Value]
+    forms: Forms  # every op call drawn
     ops: int
 
     def name(self, prefix: str) -> str:
@@ -192,6 +204,7 @@ class OpDrawing:
         out = self.name("v")
         args, kwargs = with_refs(form, refs)
         self.ops += 1
+        self.forms[out] = Drawn(form, inputs)
         self.remember(out, form, inputs, where, frozenset(fixed))
         return OpCall(out, form.op, form.entry, args, kwargs, form.policy, inputs)
 

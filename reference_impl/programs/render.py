@@ -278,7 +278,10 @@ class Renderer:
         else:
             call = f"{target}({', '.join(args)})"
         lhs = ", ".join(outs) + ("," if len(outs) == 1 else "")
-        return [f"{indent}{lhs} = {call}" if outs else f"{indent}{call}"]
+        line = f"{indent}{lhs} = {call}" if outs else f"{indent}{call}"
+        if wrap is Wrap.NESTED:  # reused, as the region is meant to be: one call site is inlined
+            return [f"{indent}{call}  # torch.compile inlines a region called once", line]
+        return [line]
 
     def call(self, s: Call, scope: Scope, indent: str) -> list[str]:
         decorators = {

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from autocast_spec.model import Spec
 
-from .draw_ops import Draw, OpDrawing, Value, Where
+from .draw_ops import Draw, Forms, OpDrawing, Value, Where
+from .foci import CALLED_IN_A_REGION, Judge, second_call, shows, state_of
 from .grammar import STATEMENT_FOCI, Available, Grammar, Limits
 from .tree import (
     Autocast,
@@ -43,7 +44,6 @@ from .tree import (
     Ref,
     Region,
     RegionForm,
-    Second,
     SecondKind,
     Stmt,
     Wrap,
@@ -67,27 +67,28 @@ GRAD_MODES = (GradMode.NO_GRAD, GradMode.GRAD, GradMode.INFERENCE)  # no backwar
 RESTRICTED = ("op", "mix", "region")  # what a torch.cond branch or a nested_compile_region holds
 
 
-def state_of(autocast: Autocast | None, device: str) -> str | None:
-    """The autocast dtype ``autocast`` sets for ``device`` (None: off, or another device's)."""
-    if autocast is None or autocast.device != device or not autocast.enabled:
-        return None
-    return autocast.dtype
-
-
 class Builder(OpDrawing):
     """One program's body, drawn statement by statement."""
 
     def __init__(
-        self, draw: Draw, grammar: Grammar, form: Form, context: Context, focus: str | None = None
+        self,
+        draw: Draw,
+        grammar: Grammar,
+        form: Form,
+        context: Context,
+        focus: str | None = None,
+        observable: bool = False,
     ) -> None:
         self.draw, self.grammar, self.context = draw, grammar, context
         self.focus = focus if focus in STATEMENT_FOCI else None  # placed once, by :meth:`block`
+        self.observable = observable  # the focus must change what the program computes
         self.menu, self.dtype, self.device = grammar.menu, grammar.dtype, grammar.device
         self.module = form is Form.MODULE
         self.resizing = context.second is not None and context.second.kind is SecondKind.SHAPE
         self.gradients = context.grad_mode is GradMode.GRAD
         self.leaves: list[Leaf] = []
         self.values: list[Value] = []
+        self.forms: Forms = {}
         self.ops = 0
         self.statements = 0
         self.counts: dict[str, int] = {}
@@ -135,6 +136,8 @@ class Builder(OpDrawing):
             focus, self.focus = self.focus, None  # placed once: not again in the blocks it draws
             focused = self.focused(focus, where)
             stmts += [focused] if focused is not None else []
+            if focus == "break" and self.observable and self.ops < self.limits.max_ops:  # after the resume
+                stmts += [s for s in (self.op_call(where),) if s is not None]
         return tuple(stmts)
 
     def nested(self, where: Where) -> Region:
@@ -307,34 +310,22 @@ class Builder(OpDrawing):
         return first + self.block(where, at_least=0 if first else 1)
 
 
-def second_call(
-    draw: Draw, builder_grammar: Grammar, around: Autocast | None, kind: SecondKind | None = None
-) -> Second | None:
-    kind = kind or draw(st.sampled_from((None, SecondKind.SHAPE, SecondKind.STATE)))
-    if kind is None:
-        return None
-    if kind is SecondKind.SHAPE:
-        return Second(kind, mark_dynamic=draw(st.booleans()))
-    g = builder_grammar
-    entry = g.regions(g.device)[0]
-    takes = "device_type" in entry.positional
-    options: list[Autocast | None] = [None]
-    options += [Autocast(entry.name, g.device, d, True, None, takes) for d in g.dtypes(g.device)]
-    options.append(Autocast(entry.name, g.device, None, False, None, takes))
-    options = [o for o in options if o != around]
-    return Second(kind, around=draw(st.sampled_from(options)))
-
-
 @st.composite
 def program_strategy(
-    draw: Draw, grammar: Grammar, focus: str | None = None, inference_only: bool = False
-) -> Program:
+    draw: Draw,
+    grammar: Grammar,
+    focus: str | None = None,
+    inference_only: bool = False,
+    observable: bool = False,
+) -> Program | None:
     form = Form.MODULE if focus == "module" else draw(st.sampled_from(tuple(Form)))
+    shown = focus if observable else None  # the focus whose dimension the program must show
+    inference_only = inference_only or shown == "module"  # a module as deployed: eval, no gradients
     modes = (GradMode.NO_GRAD, GradMode.INFERENCE) if inference_only else GRAD_MODES
     grad_mode = GradMode.GRAD if focus == "train" else draw(st.sampled_from(modes))
     training = focus == "train" or (not inference_only and draw(st.booleans()))
     around = None
-    if draw(st.booleans()):
+    if shown in CALLED_IN_A_REGION or draw(st.booleans()):
         entry = grammar.regions(grammar.device)[0]
         around = Autocast(
             entry.name,
@@ -343,10 +334,13 @@ def program_strategy(
             takes_device="device_type" in entry.positional,
         )
     kind = {"second_shape": SecondKind.SHAPE, "second_state": SecondKind.STATE}.get(focus or "")
-    context = Context(grad_mode, training, around, second_call(draw, grammar, around, kind))
-    builder = Builder(draw, grammar, form, context, focus)
+    second = second_call(draw, grammar, around, kind, switch=shown == "second_state")
+    context = Context(grad_mode, training, around, second)
+    builder = Builder(draw, grammar, form, context, focus, observable)
     body = builder.body()
-    return Program(grammar.device, grammar.dtype, form, tuple(builder.leaves), body, context)
+    program = Program(grammar.device, grammar.dtype, form, tuple(builder.leaves), body, context)
+    # None: drawn again (a filter, not assume(): an exception makes Hypothesis describe the strategy)
+    return program if shows(shown, program, Judge(grammar.menu, builder.forms, grammar.dtype)) else None
 
 
 def programs(
@@ -358,12 +352,14 @@ def programs(
     available: Available | None = None,
     focus: str | None = None,
     inference_only: bool = False,
+    observable: bool = False,
 ) -> st.SearchStrategy[Program]:
     """Autocast programs on ``device`` under autocast to ``dtype`` (default: the device's
     default dtype), drawn from the spec (ops, policies, entry points) and what the installed
     torch has (``available``: the higher-order ops; default: detected). ``focus`` (one of
-    :data:`FOCI`): every program holds that dimension; ``inference_only``: eval mode, under
-    ``no_grad`` or ``inference_mode`` (what inductor's freezing takes)."""
+    :data:`FOCI`): every program holds that dimension; with ``observable``, in a way that changes
+    what it computes (:mod:`.foci`); ``inference_only``: eval mode, under ``no_grad`` or
+    ``inference_mode`` (what inductor's freezing takes)."""
     grammar = Grammar(
         spec,
         device,
@@ -371,7 +367,8 @@ def programs(
         limits or Limits(),
         available or Available.installed(),
     )
-    return program_strategy(grammar, focus, inference_only)
+    drawn = program_strategy(grammar, focus, inference_only, observable)
+    return drawn.filter(lambda p: p is not None)  # type: ignore[return-value]
 
 
 def drawn_programs(

@@ -56,7 +56,7 @@ class Wrap(str, enum.Enum):
     PLAIN = "plain"
     CHECKPOINT = "checkpoint"  # torch.utils.checkpoint.checkpoint(helper, ..., use_reentrant=False)
     DISABLE = "disable"  # torch.compiler.disable: a call Dynamo does not trace (a graph break)
-    NESTED = "nested_compile_region"  # torch.compiler.nested_compile_region (invoke_subgraph)
+    NESTED = "nested_compile_region"  # torch.compiler.nested_compile_region (invoke_subgraph), called twice
 
 
 class Break(str, enum.Enum):
