@@ -16,6 +16,8 @@ The mode categories (``conformance/categories/modes.py``, ``regions.py``,
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,8 +69,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--compile-cache",
         default=None,
         metavar="DIR",
-        help="inductor's cache directory for the run (default: a new temporary one; "
-        "give the same DIR again for a warm run)",
+        help="the compile cache for the run, shared by its workers: inductor's FX graph cache and "
+        "compiled code, the AOTInductor packages (default: a new temporary directory; "
+        "give the same DIR again, or restore it in CI, for a warm run)",
     )
 
 
@@ -77,8 +80,29 @@ def pytest_configure(config: pytest.Config) -> None:
     modes = selected_modes(config)
     if "aoti" in modes and (why := unavailable()):
         usage_error(f"--mode aoti: {why}")
+    chosen = cache_option(config)
     if any(m != "eager" for m in modes):
-        use_cache_dir(config.getoption("--compile-cache", default=None))
+        use_cache_dir(chosen)
+
+
+def cache_option(config: pytest.Config) -> str | None:
+    """``--compile-cache DIR`` made (parents too) and checked writable, as an absolute path (the
+    workers inherit it), before anything compiles; a directory that cannot be written stops the
+    run (exit 2): a cache that silently stays cold would waste the run's time."""
+    chosen = config.getoption("--compile-cache", default=None)
+    if chosen is None:
+        return None
+    path = Path(chosen).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        usage_error(
+            f"--compile-cache {chosen}: not a directory this run can write to "
+            f"({exc.strerror or exc}); give a writable directory (it is created if missing)"
+        )
+    return str(path.resolve())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
