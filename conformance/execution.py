@@ -27,6 +27,7 @@ from reference_impl.modes.aoti import unavailable
 from reference_impl.modes.batch import TIMING, use_cache_dir
 from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, MODES
 
+from .categories import mode_gradients
 from .categories.modes import SELECTED, batch_scope
 from .errors import usage_error
 from .kit.case import Case
@@ -134,12 +135,15 @@ class BatchScheduling(LoadScopeScheduling):
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """A compiled batch holds the selected cases only (``-k`` picks one op: one small graph)."""
+    """A compiled batch (of ``modes``, of ``mode_gradients``) holds the selected cases only
+    (``-k`` picks one op: one small graph)."""
     for item in session.items:
         callspec = getattr(item, "callspec", None)
         case = callspec.params.get("case") if callspec is not None else None
         if isinstance(case, Case) and case.category == "modes":
             SELECTED.add(case.id)
+        elif isinstance(case, Case) and case.category == "mode_gradients":
+            mode_gradients.SELECTED.add(case.id)
 
 
 def selected_modes(config: pytest.Config) -> tuple[str, ...]:
