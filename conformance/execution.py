@@ -16,6 +16,8 @@ The mode categories (``conformance/categories/modes.py``, ``regions.py``,
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from reference_impl.modes.aoti import unavailable
 from reference_impl.modes.batch import TIMING, use_cache_dir
 from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, MODES
 
+from .categories import mode_gradients
 from .categories.modes import SELECTED, batch_scope
 from .errors import usage_error
 from .kit.case import Case
@@ -67,8 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--compile-cache",
         default=None,
         metavar="DIR",
-        help="inductor's cache directory for the run (default: a new temporary one; "
-        "give the same DIR again for a warm run)",
+        help="the compile cache for the run, shared by its workers: inductor's FX graph cache and "
+        "compiled code, the AOTInductor packages (default: a new temporary directory; "
+        "give the same DIR again, or restore it in CI, for a warm run)",
     )
 
 
@@ -77,8 +81,29 @@ def pytest_configure(config: pytest.Config) -> None:
     modes = selected_modes(config)
     if "aoti" in modes and (why := unavailable()):
         usage_error(f"--mode aoti: {why}")
+    chosen = cache_option(config)
     if any(m != "eager" for m in modes):
-        use_cache_dir(config.getoption("--compile-cache", default=None))
+        use_cache_dir(chosen)
+
+
+def cache_option(config: pytest.Config) -> str | None:
+    """``--compile-cache DIR`` made (parents too) and checked writable, as an absolute path (the
+    workers inherit it), before anything compiles; a directory that cannot be written stops the
+    run (exit 2): a cache that silently stays cold would waste the run's time."""
+    chosen = config.getoption("--compile-cache", default=None)
+    if chosen is None:
+        return None
+    path = Path(chosen).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        usage_error(
+            f"--compile-cache {chosen}: not a directory this run can write to "
+            f"({exc.strerror or exc}); give a writable directory (it is created if missing)"
+        )
+    return str(path.resolve())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -110,12 +135,15 @@ class BatchScheduling(LoadScopeScheduling):
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """A compiled batch holds the selected cases only (``-k`` picks one op: one small graph)."""
+    """A compiled batch (of ``modes``, of ``mode_gradients``) holds the selected cases only
+    (``-k`` picks one op: one small graph)."""
     for item in session.items:
         callspec = getattr(item, "callspec", None)
         case = callspec.params.get("case") if callspec is not None else None
         if isinstance(case, Case) and case.category == "modes":
             SELECTED.add(case.id)
+        elif isinstance(case, Case) and case.category == "mode_gradients":
+            mode_gradients.SELECTED.add(case.id)
 
 
 def selected_modes(config: pytest.Config) -> tuple[str, ...]:

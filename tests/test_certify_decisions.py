@@ -238,6 +238,9 @@ def test_worker_args_drop_coordinator_options() -> None:
         "--dist=load",
         "--max-worker-restart",
         "3",
+        "--compile-cache",
+        "cache",
+        "--compile-cache=warm",
     ]
     assert worker_args(args) == ["--backend", "cpu", "--expectations", "e.yaml", "--pyargs", "conformance"]
 

@@ -379,8 +379,9 @@ def test_bad_shard_options_stop_the_run_with_exit_2(sharded: tuple[Path, dict[st
 
 
 def test_the_ci_example_certifies_every_shard_and_merges_what_it_uploaded() -> None:
-    """examples/ci/certify.yml: SHARDS matches the matrix, each job certifies its own shard and
-    uploads it under a name the merge job's download pattern matches, per torch release."""
+    """examples/ci/certify.yml: SHARDS matches the matrix, each job certifies its own shard
+    with the compile cache it restores (and saves) and uploads it under a name the merge job's
+    download pattern matches, per torch release."""
     wf = yaml.safe_load((REPO / "examples" / "ci" / "certify.yml").read_text())
     certify, merge = wf["jobs"]["certify"], wf["jobs"]["merge"]
     matrix = certify["strategy"]["matrix"]
@@ -388,6 +389,10 @@ def test_the_ci_example_certifies_every_shard_and_merges_what_it_uploaded() -> N
     assert merge["strategy"]["matrix"]["torch"] == matrix["torch"] and merge["needs"] == "certify"
     run = next(s["run"] for s in certify["steps"] if "--certify-shard" in s.get("run", ""))
     assert '--certify-shard "${{ matrix.shard }}/$SHARDS"' in run, run
+    cache = next(s for s in certify["steps"] if s.get("uses", "").startswith("actions/cache"))
+    assert (
+        f"--compile-cache {cache['with']['path']} " in run and "${{ matrix.shard }}" in cache["with"]["key"]
+    )
     upload = next(s for s in certify["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
     download = next(s for s in merge["steps"] if s.get("uses", "").startswith("actions/download-artifact"))
     name = upload["with"]["name"].replace("${{ matrix.torch }}", "2.13.0").replace("${{ matrix.shard }}", "3")

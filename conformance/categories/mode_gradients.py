@@ -9,12 +9,19 @@ function (``region``), or inside a nested ``autocast(enabled=False)`` on inputs 
 float32 (``inner_disabled``). The function runs eagerly and through ``torch.compile``;
 backward runs outside autocast. The gradients must agree to float32 precision
 (:data:`GRAD_TOLERANCE`: far below what a float16/bfloat16 computation differs by).
+
+The compiled side runs in batches (one per backend, dtype and variant, as the ``modes``
+category's): every selected op that eager can differentiate, each on its own leaves, in one
+compiled function, one backward over every op's loss (the ops share no tensor, so each op's
+gradients are its own). A batch that fails is split in halves down to the op alone, which then
+runs exactly as on its own (:func:`gradients`): one compile per batch, not one per op
+(inductor's batch holds the ops that aot_eager's could take: :func:`compiled_gradients`).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -79,6 +86,91 @@ def gradients(
     except Exception as e:
         return one_line(e)
     return [t.grad if t.is_floating_point() else None for t in leaves]
+
+
+def compiled_batch(
+    target: Target, ops: Sequence[str], lower: torch.dtype, variant: Variant, backend: str
+) -> dict[str, list[torch.Tensor | None] | str]:
+    """Each op's compiled gradients (or :func:`gradients`' error text), the ops compiled as one
+    function and differentiated by one backward; a failing batch is split in halves, and an op
+    alone runs as :func:`gradients` runs it."""
+    if len(ops) == 1:
+        return {ops[0]: gradients(target, ops[0], lower, variant, backend)}
+    try:
+        return batch_attempt(target, ops, lower, variant, backend)
+    except Exception:  # an op that fails alone carries the error (its own run)
+        half = len(ops) // 2
+        return {
+            **compiled_batch(target, ops[:half], lower, variant, backend),
+            **compiled_batch(target, ops[half:], lower, variant, backend),
+        }
+
+
+def batch_attempt(
+    target: Target, ops: Sequence[str], lower: torch.dtype, variant: Variant, backend: str
+) -> dict[str, list[torch.Tensor | None] | str]:
+    """:func:`gradients` of every op at once: raises what the compiled forward or backward raises."""
+    leaves: list[list[torch.Tensor]] = []
+    fns = []
+    for op in ops:
+        m = materialize(target.spec.ops[op].samples[0], torch.float32, target.device)
+        leaves.append([t.requires_grad_(True) if t.is_floating_point() else t for t in m.tensors()])
+        fns.append(_function(op, target.device, variant, m))
+    bounds = [sum(len(x) for x in leaves[:i]) for i in range(len(leaves) + 1)]
+
+    def every_op(*tensors: torch.Tensor) -> list[Any]:
+        return [f(*tensors[a:b]) for f, a, b in zip(fns, bounds, bounds[1:], strict=False)]
+
+    # fullgraph: a graph break in one op's function (one code object for every op) would compile
+    # that frame per op and, past Dynamo's recompile limit, run the rest eagerly, unseen; a batch
+    # that breaks is split instead, and an op alone runs as on its own (graph breaks allowed)
+    torch._dynamo.reset()
+    compiled = torch.compile(every_op, backend=backend, fullgraph=True)
+    with quiet():
+        with torch.autocast(device_type=target.device, dtype=lower):
+            outs = compiled(*(t for group in leaves for t in group))
+        losses = [o.float().abs().sum() for o in outs if o is not None and o.requires_grad]
+        if losses:
+            torch.autograd.backward(losses)
+    return {
+        op: [t.grad if t.is_floating_point() else None for t in group]
+        if out is not None and out.requires_grad
+        else "the output does not require grad"
+        for op, group, out in zip(ops, leaves, outs, strict=True)
+    }
+
+
+# the ids of the cases the run selected (set after collection): a batch holds only those
+SELECTED: set[str] = set()
+_BATCHES: dict[tuple[Any, ...], dict[str, list[torch.Tensor | None] | str]] = {}
+
+
+def compiled_gradients(target: Target, case: Case[Through]) -> list[torch.Tensor | None] | str:
+    """The case's op's compiled gradients, from its batch: the selected cases of its backend,
+    dtype and variant whose op eager can differentiate (run once per process). A backend other
+    than aot_eager batches the ops that an aot_eager batch (Dynamo and AOTAutograd, no code
+    generation: seconds) could take: the ops that break a graph or fail to trace alone split the
+    cheap batch, not the costly one; they run alone, as every op that joins no batch."""
+    lower, through = case.dtype, case.params
+    assert lower is not None and through is not None
+    key = (target.device, lower, through.variant, through.backend)
+    if key not in _BATCHES:
+        ops = [
+            c.op
+            for c in cases(target)
+            if c.dtype == lower
+            and c.params == through
+            and (not SELECTED or c.id in SELECTED)
+            and not kernel_gap(target, c.op, lower)
+            and not isinstance(gradients(target, c.op, lower, through.variant, None), str)
+        ]
+        if through.backend != DEFAULT_COMPILE_BACKEND:  # find what cannot join, cheaply first
+            probe = compiled_batch(target, ops, lower, through.variant, DEFAULT_COMPILE_BACKEND)
+            ops = [op for op in ops if not isinstance(probe[op], str)]
+        _BATCHES[key] = compiled_batch(target, ops, lower, through.variant, through.backend)
+    if case.op not in _BATCHES[key]:  # not in the batch: alone
+        return gradients(target, case.op, lower, through.variant, through.backend)
+    return _BATCHES[key][case.op]
 
 
 def compare(
@@ -151,7 +243,7 @@ def gradients_match(target: Target, case: Case[Through]) -> Observation:
     eager = gradients(target, case.op, lower, variant, None)
     if isinstance(eager, str):
         not_applicable(f"not differentiable with this sample in eager: {eager}")
-    compiled = gradients(target, case.op, lower, variant, backend)
+    compiled = compiled_gradients(target, case)
     if isinstance(compiled, str):
         plain = gradients(target, case.op, None, variant, backend)
         if isinstance(plain, str):

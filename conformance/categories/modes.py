@@ -115,10 +115,19 @@ SCOPE = re.compile(
 )
 
 
+GRAD_SCOPE = re.compile(
+    r"test_mode_gradients_match_eager\[(?P<pass>grad(?:-\w+)?)-[\w.]+::[\w.]+-(?P<dtype>\w+)-(?P<variant>\w+)\]$"
+)
+
+
 def batch_scope(nodeid: str) -> str:
-    """The batch a test's node id belongs to (``compile-bfloat16-float32``), else the id itself:
-    a distributed run sends each batch's tests to one worker, which compiles it once (xdist
-    schedules by node id: the one place an id is read back)."""
+    """The batch a test's node id belongs to (``compile-bfloat16-float32``; ``mode_gradients``'
+    ``grad-inductor-bfloat16-region``), else the id itself: a distributed run sends each batch's
+    tests to one worker, which compiles it once (xdist schedules by node id: the one place an id
+    is read back)."""
+    g = GRAD_SCOPE.search(nodeid)
+    if g is not None:
+        return f"{g['pass']}-{g['dtype']}-{g['variant']}"
     m = SCOPE.search(nodeid)
     if m is None or not m["pass"].startswith(("compile", "export", "aoti")):
         return nodeid

@@ -59,6 +59,8 @@ RUN_ONLY_OPTIONS = {
     # a shard replays as the whole run (merge-bundles puts the shards together)
     "--certify-shard": True,
     "--certify-costs": True,
+    # where compiled code is cached: how fast, not what (shards may each restore their own)
+    "--compile-cache": True,
     "--junitxml": True,
     "--junit-xml": True,
     "-n": True,

@@ -1,0 +1,49 @@
+"""``--compile-cache DIR``: one compile cache for a run and its workers, a directory CI restores.
+
+A directory that cannot be written stops the run with a one-line usage error naming the option
+and the directory (exit 2), before anything compiles; a writable one (made if missing) receives
+inductor's FX graph cache from the xdist workers (AOTAutograd's cache bypasses a graph that
+enters autocast: "Unsupported call_function target _enter_autocast", torch 2.13), so a second run finds them
+(docs/jit.md, "The compile cache").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.suite_runs import run_suite, summary
+
+INDUCTOR_MM = (
+    "--backend",
+    "cpu",
+    "--dtype",
+    "bfloat16",
+    "--mode",
+    "compile",
+    "--compile-backend",
+    "inductor",
+)
+
+
+def test_an_unwritable_compile_cache_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    p = run_suite(*INDUCTOR_MM, "--compile-cache", str(blocker / "cache"), "--co")
+    err = p.stdout + p.stderr
+    assert p.returncode == 2, summary(p)
+    assert f"usage error: --compile-cache {blocker / 'cache'}: not a directory" in err, summary(p)
+    assert "Traceback" not in err, summary(p)
+
+
+def test_the_workers_fill_the_compile_cache_a_second_run_reuses(tmp_path: Path) -> None:
+    cache = tmp_path / "new" / "cache"  # made with its parents
+    run = (*INDUCTOR_MM, "--op", "aten::mm", "-k", "compile-inductor-aten", "-n", "1")  # an xdist worker
+    p = run_suite(*run, "--compile-cache", str(cache))
+    assert p.returncode == 0 and " passed" in p.stdout, summary(p)
+    entries = {d.name: sum(1 for f in d.rglob("*") if f.is_file()) for d in cache.iterdir() if d.is_dir()}
+    assert entries.get("fxgraph", 0) > 0, entries  # AOTAutograd's cache refuses autocast's graphs
+    before = sorted(str(f.relative_to(cache)) for f in (cache / "fxgraph").rglob("*") if f.is_file())
+    p = run_suite(*run, "--compile-cache", str(cache))
+    assert p.returncode == 0 and " passed" in p.stdout, summary(p)
+    after = sorted(str(f.relative_to(cache)) for f in (cache / "fxgraph").rglob("*") if f.is_file())
+    assert after == before  # every graph came from the cache: no entry was added
