@@ -44,20 +44,9 @@ CAUGHT_BY: dict[str, Generated] = {
 
 # Plants the default budget does not catch on torch 2.13.0 (seeded: the same every run), with
 # why. Each stays a test: it fails once the default budget catches it (then remove it here), and
-# reports xfail until then. The others are caught because each focus of torch.compile's tests
+# reports xfail until then. None now: each is caught because each focus of torch.compile's tests
 # draws only programs that show its dimension (reference_impl/programs/foci.py).
-NOT_CAUGHT = {
-    "recompile": "with aot_eager, a graph compiled again outside the caller's region is cast again at "
-    "run time (AOTAutograd turns autocast off around a graph only when it was on at compile time): "
-    "only an op under a region of the program's own shows it; second_shape programs drawn so met "
-    "failures on clean 2.13 not yet triaged (compile float16: AOTAutograd 'outs_to_grad length "
-    "(7) != tangents length (9)'), so that focus is not tightened; caught by a 16-program campaign",
-    "nested_device": "acts only where the device's autocast is on when Dynamo enters the nested "
-    "region (a region around the call); nested programs drawn with an op the nested region's "
-    "settings change met a failure on clean 2.13 not yet triaged (compile float16: AOTAutograd "
-    "forward() missing 'tangents_token'), so that focus is not tightened; caught by a 6-program "
-    "campaign",
-}
+NOT_CAUGHT: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

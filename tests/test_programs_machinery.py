@@ -35,7 +35,7 @@ from reference_impl.programs import (
     run,
     script_for,
 )
-from reference_impl.programs.reduce import reduce, size, without_autocast
+from reference_impl.programs.reduce import in_float32, reduce, size, without_autocast
 from reference_impl.programs.strategies import drawn_programs
 from reference_impl.programs.tree import (
     Context,
@@ -261,3 +261,14 @@ def test_without_autocast_disables_every_region_and_keeps_the_rest(drawn: list[P
         assert bare.leaves == p.leaves and bare.context.grad_mode == p.context.grad_mode
         around = [a for a in (bare.context.around, bare.context.second and bare.context.second.around) if a]
         assert not any(a.enabled for a in around)
+
+
+def test_in_float32_makes_only_the_lower_precision_leaves_float32(drawn: list[Program]) -> None:
+    """The bare program eager can run where its ops mix dtypes: its lower leaves made float32."""
+    lower = [p for p in drawn if any(leaf.dtype in ("float16", "bfloat16") for leaf in p.leaves)]
+    assert lower
+    for p in lower[:50]:
+        wide = in_float32(p)
+        assert wide.body == p.body and wide.context == p.context
+        for a, b in zip(p.leaves, wide.leaves, strict=True):
+            assert b == (dataclasses.replace(a, dtype="float32") if a.dtype in ("float16", "bfloat16") else a)

@@ -22,15 +22,19 @@ from .draw_ops import Draw, Forms
 from .grammar import Grammar
 from .menu import Menu
 from .tree import (
+    Arg,
     Autocast,
     Call,
     CustomFunction,
     GraphBreak,
+    Holder,
     OpCall,
     Program,
+    Ref,
     Region,
     Second,
     SecondKind,
+    Seq,
     Stmt,
     Wrap,
     children,
@@ -39,7 +43,7 @@ from .tree import (
 State = str | None  # the device's autocast dtype in effect (None: autocast off)
 # The foci whose first call is made inside a region around it (the documented use): what they
 # check is how a compiled program follows the region its caller opened.
-CALLED_IN_A_REGION = ("module", "second_state")
+CALLED_IN_A_REGION = ("module", "second_state", "second_shape")
 
 
 def state_of(autocast: Autocast | None, device: str) -> State:
@@ -176,6 +180,29 @@ def overridden_op(program: Program, judge: Judge, every: list[Placed], p: Placed
     return cast is not None and (caller is None or caller in cast) and judge.changes(p, p.first, caller)
 
 
+def refs(args: tuple[Arg, ...]) -> list[Ref]:
+    """The tensors ``args`` name (in sequences too)."""
+    out: list[Ref] = []
+    for a in args:
+        out += [a] if isinstance(a, Ref) else refs(a.items) if isinstance(a, Seq) else []
+    return out
+
+
+def resized_op(program: Program, judge: Judge, every: list[Placed], p: Placed) -> bool:
+    """An op that :func:`overridden_op` names and that computes from the program's inputs only
+    (no parameter or buffer): the second call's larger inputs reach it, so it runs in the graph
+    compiled again for the new shapes, which must still keep its region apart from the caller's."""
+    inputs = {leaf.name for leaf in program.leaves if leaf.holder is Holder.INPUT}
+    made = {q.stmt.out: q.stmt for q in every if isinstance(q.stmt, OpCall)}
+
+    def resized(op: OpCall) -> bool:
+        args = refs((*op.args, *(a for _, a in op.kwargs)))
+        return all(r.name in inputs or (r.name in made and resized(made[r.name])) for r in args)
+
+    assert isinstance(p.stmt, OpCall)
+    return resized(p.stmt) and overridden_op(program, judge, every, p)
+
+
 def inner_region(program: Program, every: list[Placed], p: Placed) -> tuple[Region, State] | None:
     """The innermost region (of any device) around ``p``, and the state in effect where it opens."""
     rs = [s for s in p.within if isinstance(s, Region)]
@@ -192,6 +219,19 @@ def legacy_op(program: Program, judge: Judge, every: list[Placed], p: Placed) ->
         return False
     r, enclosing = found
     return judge.changes(p, enclosing, as_if_on(r.autocast))
+
+
+def other_device_op(program: Program, judge: Judge, every: list[Placed], p: Placed) -> bool:
+    """An op directly in a region of another device type, opened where the program's device
+    has autocast on, whose output dtype that region's settings would change were they the
+    device's: what a pass must not apply to the device. The region holds no graph break
+    (Dynamo runs a frame whose region breaks inside a ``try`` eagerly, where no pass acts)."""
+    found = inner_region(program, every, p)
+    if found is None or p.cast is not None or found[0].autocast.device == program.device:
+        return False
+    r, enclosing = found
+    traced = not any(isinstance(b.stmt, GraphBreak) and r in b.within for b in every)
+    return traced and enclosing is not None and judge.changes(p, enclosing, as_if_on(r.autocast))
 
 
 def cast_op(program: Program, judge: Judge, every: list[Placed], p: Placed) -> bool:
@@ -222,6 +262,8 @@ def subgraph_op(program: Program, judge: Judge, every: list[Placed], p: Placed) 
 OBSERVABLE: dict[str, Test] = {
     "module": overridden_op,
     "second_state": second_state_op,
+    "second_shape": resized_op,
+    "nested": other_device_op,
     "legacy": legacy_op,
     "custom_function": cast_op,
     "break": resumed_op,

@@ -216,3 +216,12 @@ def without_autocast(program: Program) -> Program:
     second = c.second and dataclasses.replace(c.second, around=around(c.second.around))
     context = dataclasses.replace(c, around=around(c.around), second=second)
     return dataclasses.replace(program, body=block(program.body), context=context)
+
+
+def in_float32(program: Program, lower: tuple[str, ...] = ("float16", "bfloat16")) -> Program:
+    """``program`` with its leaves of a ``lower`` dtype made float32: what runs without autocast
+    where its ops mix dtypes that autocast would have cast to one."""
+    leaves = tuple(
+        dataclasses.replace(leaf, dtype="float32") if leaf.dtype in lower else leaf for leaf in program.leaves
+    )
+    return dataclasses.replace(program, leaves=leaves)

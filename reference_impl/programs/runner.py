@@ -34,7 +34,7 @@ from ..harness.state import autocast_state_kept, quiet
 from .grammar import Grammar
 from .passes import Pass, pass_named
 from .records import AutocastState, CallResult, NotApplicable, Output, Record, Side
-from .reduce import with_children, without_autocast
+from .reduce import in_float32, with_children, without_autocast
 from .script import render
 from .script_code import tensors_of
 from .tree import (
@@ -154,20 +154,35 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
     """``program`` run eagerly and through ``pass_name`` (one of :data:`.passes.PASSES`), from
     its script written under ``directory`` (default: a temporary directory of the process).
 
-    Where the pass raises and eager ran, the program is run again with every region disabled:
-    if eager runs it so and the pass raises the same, the failure is the pass's whatever
-    autocast does (not applicable here: a torch.compile bug, not autocast's)."""
+    Where the pass raises and eager ran (the first call, or else the second), the program is
+    run again with every region disabled (where eager cannot run that, its lower-precision
+    leaves made float32 too): if eager runs it so and the pass raises the same, the failure is
+    the pass's whatever autocast does (not applicable here: a torch.compile bug, not autocast's)."""
     record = _run(program, pass_name, spec, directory)
+    error = raised(record)
+    if error is None:
+        return record
+    off = _run(without_autocast(program), pass_name, spec, directory)
+    if off.eager is not None and off.eager.error:
+        off = _run(in_float32(without_autocast(program)), pass_name, spec, directory)
+    bare = raised(off)
+    if bare is None or bare[0] != error[0] or bare[1].split(":", 1)[0] != error[1].split(":", 1)[0]:
+        return record
+    why = f"the pass raises without autocast too: {bare[1][:200]}"
+    return dataclasses.replace(record, not_applicable=NotApplicable(why, error[1]))
+
+
+def raised(record: Record) -> tuple[str, str] | None:
+    """Which call of the pass raised where eager ran (the first, or else the second), and its
+    error (None: none)."""
     got, eager = record.got, record.eager
-    if record.not_applicable is not None or got is None or eager is None or eager.error or not got.error:
-        return record
-    bare = _run(without_autocast(program), pass_name, spec, directory)
-    if bare.eager is None or bare.got is None or bare.eager.error or not bare.got.error:
-        return record
-    if bare.got.error.split(":", 1)[0] != got.error.split(":", 1)[0]:
-        return record
-    why = f"the pass raises without autocast too: {bare.got.error[:200]}"
-    return dataclasses.replace(record, not_applicable=NotApplicable(why, got.error))
+    if record.not_applicable is not None or got is None or eager is None or eager.error:
+        return None
+    if got.error:
+        return "first", got.error
+    if record.second_not_applicable or not (eager.second and got.second) or eager.second.error:
+        return None
+    return ("second", got.second.error) if got.second.error else None
 
 
 def _run(program: Program, pass_name: str, spec: Spec, directory: Path | None) -> Record:
