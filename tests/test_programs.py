@@ -5,6 +5,7 @@ within the default budget (tests/helpers/program_plants.py)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -93,10 +94,27 @@ def isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     torch._dynamo.reset()
 
 
+# Set in the process of test_every_plant_fails_its_test_in_a_process_of_its_own, where the planted
+# tests run.
+HERE = "AUTOCAST_PROGRAM_PLANTS_HERE"
+
+
+def test_every_plant_fails_its_test_in_a_process_of_its_own() -> None:
+    """The planted tests below, in a process of their own (forked from a warm one that has run no
+    op: helpers/warm.py). A plant acts on torch's compile stack, and in a worker that has run other
+    test modules first that stack's state is theirs: in one CI run three plants' verdicts changed
+    with it (the clean second_shape programs lost their gradients; the module programs no longer
+    showed the runtime wrapper's plant), while every plant fails its test in a fresh process."""
+    p = run_suite("-k", "test_a_planted_bug", plugin_env={HERE: "1"}, paths=("tests/test_programs.py",))
+    assert p.returncode == 0 and f"{len(CAUGHT_BY)} passed" in p.stdout, summary(p)
+
+
 @pytest.mark.parametrize("name", sorted(CAUGHT_BY))
 def test_a_planted_bug_fails_the_generated_programs(
     target: Target, name: str, isolated: pytest.MonkeyPatch
 ) -> None:
+    if not os.environ.get(HERE):
+        pytest.skip("runs in a process of its own: test_every_plant_fails_its_test_in_a_process_of_its_own")
     p = CAUGHT_BY[name]
     case = case_of(p)
     if p not in CLEAN:
