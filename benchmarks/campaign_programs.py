@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import re
 import sys
 import tempfile
 import time
@@ -29,18 +28,11 @@ from typing import Any
 
 import torch
 
-from reference_impl.programs import PASSES, Program, Record, run, script_for
+from reference_impl.programs import PASSES, Program, Record, run, script_for, shape_of
 from reference_impl.programs.features import features
 from reference_impl.programs.reduce import reduce, size
 from reference_impl.programs.strategies import drawn_programs
 from reference_impl.spectools.installed_spec import load_installed_spec
-
-
-def shape_of(error: str) -> str:
-    """An error's first line with its numbers, names and paths blurred (one signature per kind)."""
-    text = re.sub(r"\d+", "#", error.split("\n")[0])
-    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
-    return text[:120]
 
 
 def close(spec: Any, op: str | None, dtype: str, e: torch.Tensor, g: torch.Tensor) -> bool:

@@ -23,6 +23,7 @@ from autocast_spec.model import Spec
 from reference_impl.programs import (
     NOT_APPLICABLE,
     OK,
+    PASS_ERROR,
     PASSES,
     CallResult,
     Grammar,
@@ -33,6 +34,7 @@ from reference_impl.programs import (
     program_ops,
     programs,
     run,
+    runner,
     script_for,
 )
 from reference_impl.programs.reduce import in_float32, reduce, size, without_autocast
@@ -272,3 +274,46 @@ def test_in_float32_makes_only_the_lower_precision_leaves_float32(drawn: list[Pr
         assert wide.body == p.body and wide.context == p.context
         for a, b in zip(p.leaves, wide.leaves, strict=True):
             assert b == (dataclasses.replace(a, dtype="float32") if a.dtype in ("float16", "bfloat16") else a)
+
+
+def raising(error: str) -> str:
+    """A script whose ``observe()`` says what a run found: eager's first call ran (no outputs),
+    the pass's first call raised ``error``."""
+    state = {"enabled": {}, "dtype": {}, "cache_enabled": True, "nesting": 0}
+    ran: dict[str, object] = {"pass_error": None, "first": None, "gradients": None, "second": None}
+    eager = {**ran, "first": {"outputs": [], "error": None, "state": state}}
+    raised = {**ran, "first": {"outputs": [], "error": error, "state": state}}
+    return f"def observe():\n    return {{'eager': {eager!r}, 'pass': {raised!r}}}\n"
+
+
+FOUND = "RuntimeError: expected scalar type Float but found {}"
+NOT_FOR = "RuntimeError: \"addmm_impl_cpu_\" not implemented for '{}'"
+NODE = "RuntimeError: bad node add_{} of '{}' at {}"
+
+
+@pytest.mark.parametrize(
+    ("error", "twin", "status"),
+    [
+        ("InternalTorchDynamoError: KeyError: 140", "InternalTorchDynamoError: KeyError: 97", NOT_APPLICABLE),
+        (NODE.format(3, "L_self_3", "0x7f3a10c8"), NODE.format(1, "L_self_1", "0x7f0b"), NOT_APPLICABLE),
+        (FOUND.format("BFloat16"), "RuntimeError: mat1 and mat2 shapes cannot be multiplied", PASS_ERROR),
+        (FOUND.format("BFloat16"), FOUND.format("Half"), PASS_ERROR),
+        (NOT_FOR.format("BFloat16"), NOT_FOR.format("Float"), PASS_ERROR),
+        ("TypeError: got torch.float16 for v2", "TypeError: got torch.float32 for v2", PASS_ERROR),
+    ],
+    ids=["numbers", "names-and-addresses", "other-message", "other-dtype", "quoted-dtype", "dtype-digits"],
+)
+def test_a_pass_error_is_not_autocasts_only_where_it_is_the_same_without_autocast(
+    spec: Spec, shrunk: Program, monkeypatch: pytest.MonkeyPatch, error: str, twin: str, status: str
+) -> None:
+    """A pass that raises where eager ran is excused (not applicable) only where it raises the
+    same error on the program with every region disabled (``twin``): the same type and message,
+    its numbers, addresses and quoted names aside; an error of the same type that says something
+    else, or names another dtype, fails (the dtype is what autocast changes). The scripts are
+    stand-ins saying what the two runs found: nothing is compiled."""
+    bare = without_autocast(shrunk)
+    assert bare != shrunk
+    scripts = {shrunk: raising(error), bare: raising(twin)}
+    monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
+    record = run(shrunk, "aot_eager", spec)
+    assert record.status == status, record.not_applicable

@@ -8,7 +8,8 @@
 * :func:`script_for`: a program and a pass as a standalone script (:mod:`.script`,
   :mod:`.render`, with the code every script carries: :mod:`.script_code`, :mod:`.pass_code`);
 * :func:`run`: the script run eagerly and through one of :data:`PASSES`, as a :class:`Record`
-  (:mod:`.records`); :func:`program_ops`: the aten overloads a program calls (:mod:`.runner`).
+  (:mod:`.records`; :func:`shape_of`: an error's kind, what two errors are compared by);
+  :func:`program_ops`: the aten overloads a program calls (:mod:`.runner`).
 
 The verdict (what must hold between eager and a pass) is not here: the suite's category does it.
 """
@@ -29,6 +30,7 @@ from .records import (
     Output,
     Record,
     Side,
+    shape_of,
 )
 from .runner import ProgramBug, program_ops, run, script_for
 from .strategies import drawn_programs, programs
@@ -59,4 +61,5 @@ __all__ = [
     "programs",
     "run",
     "script_for",
+    "shape_of",
 ]

@@ -9,6 +9,7 @@ program, or cannot capture one of its constructs, the record says so with the re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,20 @@ OK = "ok"
 NOT_APPLICABLE = "not_applicable"
 PASS_ERROR = "pass_error"  # the pass raised where eager ran (or failed to build the program)
 EAGER_ERROR = "eager_error"  # eager autocast itself raised: nothing to compare against
+
+# torch's dtype names as whole words, in any case: float16, BFloat16, c10::Half, 'Float', torch.int64
+DTYPE_NAMES = [n for n in dir(torch) if isinstance(getattr(torch, n), torch.dtype)]
+DTYPE = re.compile(rf"(?<!\w)(?:{'|'.join(DTYPE_NAMES)})(?!\w)", re.IGNORECASE)
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+NUMBER = re.compile(rf"(?P<dtype>{DTYPE.pattern})|0x[0-9a-f]+|\d+", re.IGNORECASE)
+
+
+def shape_of(error: str) -> str:
+    """An error's first line with what changes from run to run blurred: numbers and hex addresses
+    (``#``), quoted names and paths (``'…'``). Its dtype names are kept, quoted or not (``float16``
+    and ``float32``, ``'Half'`` and ``'BFloat16'`` differ): a dtype is what autocast changes."""
+    line = QUOTED.sub(lambda m: f"'{' '.join(DTYPE.findall(m[0])) or '…'}'", error.split("\n")[0])
+    return NUMBER.sub(lambda m: m["dtype"] or "#", line)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from ..engine.torch_registry import overload_name
 from ..harness.state import autocast_state_kept, quiet
 from .grammar import Grammar
 from .passes import Pass, pass_named
-from .records import AutocastState, CallResult, NotApplicable, Output, Record, Side
+from .records import AutocastState, CallResult, NotApplicable, Output, Record, Side, shape_of
 from .reduce import in_float32, with_children, without_autocast
 from .script import render
 from .script_code import tensors_of
@@ -156,8 +156,10 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
 
     Where the pass raises and eager ran (the first call, or else the second), the program is
     run again with every region disabled (where eager cannot run that, its lower-precision
-    leaves made float32 too): if eager runs it so and the pass raises the same, the failure is
-    the pass's whatever autocast does (not applicable here: a torch.compile bug, not autocast's)."""
+    leaves made float32 too): if eager runs it so and the pass raises the same error in the same
+    call (its type and message alike, :func:`.records.shape_of`: numbers and names blurred,
+    dtypes kept), the failure is the pass's whatever autocast does (not applicable here: a
+    torch.compile bug, not autocast's)."""
     record = _run(program, pass_name, spec, directory)
     error = raised(record)
     if error is None:
@@ -166,7 +168,7 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
     if off.eager is not None and off.eager.error:
         off = _run(in_float32(without_autocast(program)), pass_name, spec, directory)
     bare = raised(off)
-    if bare is None or bare[0] != error[0] or bare[1].split(":", 1)[0] != error[1].split(":", 1)[0]:
+    if bare is None or bare[0] != error[0] or shape_of(bare[1]) != shape_of(error[1]):
         return record
     why = f"the pass raises without autocast too: {bare[1][:200]}"
     return dataclasses.replace(record, not_applicable=NotApplicable(why, error[1]))
