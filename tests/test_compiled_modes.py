@@ -15,6 +15,9 @@ body (what an importer that inlines the HOP does), and ``ExportedProgram.module(
 every region disabled.
 Another replaces ``torch._inductor.aoti_compile_and_package`` by one that compiles the
 exported program with every autocast region disabled: the package runs the ops uncast.
+Another breaks AOTAutograd's partitioner: the backward takes the gradients of the forward's
+bfloat16 outputs in float32, and the batched ``mode_gradients`` check must fail the op whose
+backward then mixes dtypes, not report it as the known bug of a backward traced under autocast.
 """
 
 from __future__ import annotations
@@ -272,3 +275,60 @@ def test_aoti_without_a_cpp_compiler_is_a_usage_error() -> None:
     line = "usage error: --mode aoti: AOTInductor needs a C++ compiler (set CXX)"
     assert line in p.stdout + p.stderr, summary(p)
     assert "Traceback" not in p.stdout + p.stderr, summary(p)
+
+
+UPCAST_TANGENTS = """
+from pathlib import Path
+
+import torch
+import torch._dynamo.backends.debugging as debugging
+from torch._functorch import partitioners
+
+LOWER = (torch.bfloat16, torch.float16)
+CONVERT = torch.ops.prims.convert_element_type.default
+REAL = partitioners.min_cut_rematerialization_partition
+LOG = Path(__file__).with_suffix(".tangents")
+
+
+def upcasting_tangents(joint, inputs, **kwargs):
+    # each incoming gradient (tangent) of a lower-dtype output upcast to float32 in the backward
+    # graph, where the saved activations stay in the lower dtype
+    fw, bw = REAL(joint, inputs, **kwargs)
+    tangents = [n for n in bw.graph.nodes if n.op == "placeholder" and n.name.startswith("tangents")]
+    for node in tangents:
+        if getattr(node.meta.get("val"), "dtype", None) in LOWER:
+            with bw.graph.inserting_after(node):
+                up = bw.graph.call_function(CONVERT, (node, torch.float32))
+            node.replace_all_uses_with(up, delete_user_cb=lambda user: user is not up)
+    bw.recompile()
+    with LOG.open("a") as log:  # how many ops' gradients each backward graph holds
+        log.write(f"{len(tangents)}\\n")
+    return fw, bw
+
+
+partitioners.min_cut_rematerialization_partition = upcasting_tangents
+debugging.min_cut_rematerialization_partition = upcasting_tangents  # aot_eager's
+"""
+
+GRAD_TEST = "conformance.test_modes::test_mode_gradients_match_eager[grad-{}-bfloat16-region]"
+
+
+def test_a_backward_that_takes_its_gradients_in_float32_fails_the_batched_gradient_check(
+    tmp_path: Path,
+) -> None:
+    """mm (bfloat16 output: its backward's mm mixes a float32 gradient with a bfloat16 activation)
+    and mse_loss (fp32: a float32 output, nothing to upcast) compiled as one batch; the error
+    splits it, and mm alone fails, outside the known bug (which observes differing gradients)."""
+    args = ("--backend", "cpu", "--dtype", "bfloat16", "--mode", "compile", "-m", "mode_gradients")
+    select = ("--op", "aten::mm", "--op", "aten::mse_loss", "-k", "region")
+    clean = run_suite(*args, *select)
+    assert clean.returncode == 0 and "2 passed" in clean.stdout, summary(clean)
+    p, got = run_planted(tmp_path, "planted_tangents", UPCAST_TANGENTS, *args, *select)
+    assert got == {GRAD_TEST.format("aten::mm"): "failure", GRAD_TEST.format("aten::mse_loss"): "passed"}, got
+    tangents = (tmp_path / "planted_tangents.tangents").read_text().split()
+    assert tangents[0] == "2", tangents  # the first backward: both ops' gradients, one batch
+    head = "compile (backend aot_eager): gradients (region) differ from eager: aten::mm via aten::mm on cpu"
+    assert head in p.stdout, summary(p)
+    error = "expected m1 and m2 to have the same dtype, but got: c10::BFloat16 != float"
+    assert f"observed: region: compiled raised RuntimeError: {error}" in p.stdout, summary(p)
+    assert "-k 'grad-aten::mm-bfloat16-region'" in p.stdout, summary(p)
