@@ -332,3 +332,38 @@ def test_a_backward_that_takes_its_gradients_in_float32_fails_the_batched_gradie
     error = "expected m1 and m2 to have the same dtype, but got: c10::BFloat16 != float"
     assert f"observed: region: compiled raised RuntimeError: {error}" in p.stdout, summary(p)
     assert "-k 'grad-aten::mm-bfloat16-region'" in p.stdout, summary(p)
+
+
+DROP_FIRST_GRADIENT = """
+import torch._dynamo.backends.debugging as debugging
+from torch._functorch import partitioners
+
+REAL = partitioners.min_cut_rematerialization_partition
+
+
+def dropping_first_gradient(joint, inputs, **kwargs):
+    # the backward graph returns None for the first input's gradient (a partitioner that loses it)
+    fw, bw = REAL(joint, inputs, **kwargs)
+    (out,) = [n for n in bw.graph.nodes if n.op == "output"]
+    grads = list(out.args[0])
+    grads[next(i for i, g in enumerate(grads) if g is not None)] = None
+    out.args = (tuple(grads),)
+    bw.graph.eliminate_dead_code()
+    bw.recompile()
+    return fw, bw
+
+
+partitioners.min_cut_rematerialization_partition = dropping_first_gradient
+debugging.min_cut_rematerialization_partition = dropping_first_gradient  # aot_eager's
+"""
+
+
+def test_a_backward_that_drops_a_gradient_fails_not_as_the_known_bug(tmp_path: Path) -> None:
+    """The known bug compiled-backward-under-forward-autocast observes gradients whose values
+    differ; a compiled backward that loses an input's gradient is another failure, named so."""
+    args = ("--backend", "cpu", "--dtype", "bfloat16", "--mode", "compile", "-m", "mode_gradients")
+    p, got = run_planted(
+        tmp_path, "planted_drop", DROP_FIRST_GRADIENT, *args, "--op", "aten::mm", "-k", "region"
+    )
+    assert got == {GRAD_TEST.format("aten::mm"): "failure"}, (got, summary(p))
+    assert "observed: region: gradient of input 0 missing" in p.stdout, summary(p)

@@ -176,9 +176,13 @@ def compiled_gradients(target: Target, case: Case[Through]) -> list[torch.Tensor
 def compare(
     eager: list[torch.Tensor | None], compiled: list[torch.Tensor | None] | str, variant: Variant
 ) -> str:
-    """The check's observation: ``same gradients``, ``<variant>: gradients differ`` or the error."""
+    """The check's observation: ``same gradients``, ``<variant>: gradients differ`` (values),
+    ``<variant>: gradient of input <i> missing`` (or ``unexpected``) or the error."""
     if isinstance(compiled, str):
         return f"{variant.value}: compiled raised {compiled}"
+    for i, (e, c) in enumerate(zip(eager, compiled, strict=True)):
+        if (e is None) != (c is None):  # a gradient dropped or made up: not a value difference
+            return f"{variant.value}: gradient of input {i} {'missing' if c is None else 'unexpected'}"
     if output_mismatch(eager, compiled, GRAD_TOLERANCE) is not None:
         return f"{variant.value}: gradients differ"
     return "same gradients"
