@@ -40,6 +40,7 @@ from reference_impl.programs import (
 from reference_impl.programs.reduce import in_float32, reduce, size, without_autocast
 from reference_impl.programs.strategies import drawn_programs
 from reference_impl.programs.tree import (
+    CacheSwitch,
     Context,
     Form,
     GradMode,
@@ -253,13 +254,17 @@ def test_reduce_keeps_what_the_program_shows(drawn: list[Program]) -> None:
 
 
 def test_without_autocast_disables_every_region_and_keeps_the_rest(drawn: list[Program]) -> None:
-    """What a pass's failure is compared with: the same program, every region disabled."""
+    """What a pass's failure is compared with: the same program, every region disabled with
+    the cache as by default, and no cache switch (autocast's too)."""
     with_regions = [p for p in drawn if any(isinstance(s, Region) for s in walk(p.body))]
+    assert any(isinstance(s, CacheSwitch) for p in with_regions[:50] for s in walk(p.body))
     for p in with_regions[:50]:
         bare = without_autocast(p)
         regions = [s for s in walk(bare.body) if isinstance(s, Region)]
         assert regions and not any(r.autocast.enabled for r in regions), p.id
-        assert [type(s) for s in walk(bare.body)] == [type(s) for s in walk(p.body)]
+        assert all(r.autocast.cache_enabled is None for r in regions), p.id
+        kept = [type(s) for s in walk(p.body) if not isinstance(s, CacheSwitch)]
+        assert [type(s) for s in walk(bare.body)] == kept
         assert bare.leaves == p.leaves and bare.context.grad_mode == p.context.grad_mode
         around = [a for a in (bare.context.around, bare.context.second and bare.context.second.around) if a]
         assert not any(a.enabled for a in around)

@@ -19,6 +19,7 @@ from .tree import (
     Autocast,
     Block,
     Boundary,
+    CacheSwitch,
     Call,
     Cond,
     Context,
@@ -193,11 +194,12 @@ def reduce(program: Program, shows: Callable[[Program], bool], budget: int = 200
 
 
 def without_autocast(program: Program) -> Program:
-    """``program`` with every autocast region disabled (``enabled=False``), around the calls
-    too: what the pass does to the same program without autocast."""
+    """``program`` with every autocast region disabled (``enabled=False``, the cache left as
+    by default), around the calls too, and without its cache switches: what the pass does to
+    the same program without autocast."""
 
     def off(a: Autocast) -> Autocast:
-        return dataclasses.replace(a, enabled=False)
+        return dataclasses.replace(a, enabled=False, cache_enabled=None)
 
     def around(a: Autocast | None) -> Autocast | None:
         return None if a is None else off(a)
@@ -205,6 +207,8 @@ def without_autocast(program: Program) -> Program:
     def block(b: Block) -> Block:
         out: list[Stmt] = []
         for s in b:
+            if isinstance(s, CacheSwitch):
+                continue  # autocast's too (its weight-cast cache)
             inner = children(s)
             s = (with_children(s, block(inner)) or s) if inner else s
             if isinstance(s, Region):  # an escaped region's too, as the Escape's child
