@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from reference_impl.programs import PASSES, Program, Record, run, script_for, shape_of
+from reference_impl.programs import EAGER_ERROR, PASSES, Program, Record, run, script_for, shape_of
 from reference_impl.programs.features import features
 from reference_impl.programs.reduce import reduce, size
 from reference_impl.programs.strategies import drawn_programs
@@ -76,7 +76,7 @@ def differences(spec: Any, r: Record) -> list[tuple[str, str]]:
     """(signature, detail) for each way the pass's side differs from eager's."""
     if r.not_applicable is not None or r.eager is None or r.got is None:
         return []
-    if r.eager.first is None or r.eager.first.error:
+    if r.status == EAGER_ERROR:  # eager's call raised, or its backward the pass's error
         return []
     if r.got.pass_error:
         return [(f"pass error {shape_of(r.got.pass_error)}", r.got.pass_error)]

@@ -21,14 +21,17 @@ from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDataba
 
 from autocast_spec.model import Spec
 from reference_impl.programs import (
+    EAGER_ERROR,
     NOT_APPLICABLE,
     OK,
     PASS_ERROR,
     PASSES,
+    AutocastState,
     CallResult,
     Grammar,
     Program,
     Record,
+    Side,
     features,
     grammar_features,
     program_ops,
@@ -322,3 +325,27 @@ def test_a_pass_error_is_not_autocasts_only_where_it_is_the_same_without_autocas
     monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
     record = run(shrunk, "aot_eager", spec)
     assert record.status == status, record.not_applicable
+
+
+@pytest.mark.parametrize(
+    "pass_raised, excused",
+    [
+        ("BackendCompilerFailed: backend='aot_eager' raised: AssertionError: outs_to_grad length (1) != "
+         "tangents length (2)", True),
+        ("AssertionError: outs_to_grad length (3) != tangents length (4)", True),
+        ("BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: expected scalar type Float but "
+         "found BFloat16", False),
+    ],
+)  # fmt: skip
+def test_a_pass_that_raises_what_eagers_backward_raised_has_nothing_to_compare(
+    drawn: list[Program], pass_raised: str, excused: bool
+) -> None:
+    """A compiled program traces its backward with its forward: where eager's call ran and its
+    backward raised, the pass raising the same (before its call returns) is eager's error; another
+    error is the pass's, and judged."""
+    state = AutocastState({"cpu": False}, {"cpu": "bfloat16"}, True, 0)
+    call = CallResult((), None, state)
+    eager = Side(None, call, None, "AssertionError: outs_to_grad length (1) != tangents length (2)", None)
+    got = Side(None, CallResult((), pass_raised, state), None, None, None)
+    record = Record(drawn[0], "aot_eager", eager, got, (), None, None, True, "", 0.0)
+    assert (record.status == EAGER_ERROR) is excused, record.status

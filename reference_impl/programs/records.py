@@ -119,10 +119,22 @@ class Record:
     seconds: float  # wall time of the run (both sides)
 
     @property
+    def pass_raised_eagers_backward_error(self) -> bool:
+        """A compiled program traces its backward with its forward: the error eager's backward
+        raised, the pass raises before its call returns (or while it traces)."""
+        eager, got = self.eager, self.got
+        if eager is None or got is None or not eager.gradients_error or not got.error:
+            return False
+        inner = got.error.rsplit(" raised: ", 1)[-1]  # what a compiler's wrapper says was raised
+        return got.error != got.gradients_error and shape_of(inner) == shape_of(eager.gradients_error)
+
+    @property
     def status(self) -> str:
         if self.not_applicable is not None:
             return NOT_APPLICABLE
         assert self.eager is not None and self.got is not None
         if self.eager.first is None or self.eager.first.error is not None:
+            return EAGER_ERROR
+        if self.pass_raised_eagers_backward_error:
             return EAGER_ERROR
         return PASS_ERROR if self.got.error and not self.eager.error else OK
