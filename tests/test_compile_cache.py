@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.suite_runs import run_suite, summary
+from helpers.suite_runs import run_planted, run_suite, summary
 
 INDUCTOR_MM = (
     "--backend",
@@ -47,3 +47,45 @@ def test_the_workers_fill_the_compile_cache_a_second_run_reuses(tmp_path: Path) 
     assert p.returncode == 0 and " passed" in p.stdout, summary(p)
     after = sorted(str(f.relative_to(cache)) for f in (cache / "fxgraph").rglob("*") if f.is_file())
     assert after == before  # every graph came from the cache: no entry was added
+
+
+COUNT_BUILDS = """
+import functools
+from pathlib import Path
+
+import torch._inductor as inductor
+
+LOG = Path(__file__).with_suffix(".builds")
+REAL = inductor.aoti_compile_and_package
+
+
+@functools.wraps(REAL)
+def counted(*args, **kwargs):  # each AOTInductor build, one line
+    with LOG.open("a") as log:
+        log.write("build\\n")
+    return REAL(*args, **kwargs)
+
+
+inductor.aoti_compile_and_package = counted
+"""
+
+
+def test_a_warm_run_loads_the_aoti_packages_the_cold_run_built(tmp_path: Path) -> None:
+    """AOTInductor builds are not in inductor's FX graph cache: the suite keeps each package
+    under the name of what it is built from, and a second run with the same cache loads them."""
+    cache, log = tmp_path / "cache", tmp_path / "count_builds.builds"
+    run = ("--backend", "cpu", "--dtype", "bfloat16", "--mode", "aoti", "--op", "aten::mm")
+    run += ("-m", "mode_check and not programs")  # a generated program's script builds its own
+    cold, cold_outcomes = run_planted(
+        tmp_path, "count_builds", COUNT_BUILDS, *run, "--compile-cache", str(cache)
+    )
+    assert cold.returncode == 0 and " passed" in cold.stdout, summary(cold)
+    packages = sorted(f.name for f in (cache / "aoti_packages").iterdir())  # named by their inputs
+    assert log.read_text().count("build") == len(packages) > 0, (log.read_text(), packages)
+    log.unlink()
+    warm, warm_outcomes = run_planted(
+        tmp_path, "count_builds", COUNT_BUILDS, *run, "--compile-cache", str(cache)
+    )
+    assert warm_outcomes == cold_outcomes, summary(warm)
+    assert not log.exists(), log.read_text()  # every package loaded, none built
+    assert sorted(f.name for f in (cache / "aoti_packages").iterdir()) == packages

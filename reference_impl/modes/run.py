@@ -26,6 +26,7 @@ import torch
 
 from ..engine.dtypes import dtype_name
 from ..harness.samples import is_operator, resolve
+from .aoti_packages import built_or_reused
 
 
 class Mode(enum.Enum):
@@ -225,16 +226,12 @@ def _build(
 
 
 def aoti_compiled(fn: Callable[..., Any], tensors: Sequence[torch.Tensor]) -> Callable[..., Any]:
-    """``fn`` exported (non-strict) and compiled by AOTInductor into a package of its own (under
-    the run's inductor cache directory, ``TORCHINDUCTOR_CACHE_DIR``), loaded back."""
+    """``fn`` exported (non-strict) and compiled by AOTInductor into a package in the run's
+    inductor cache directory (``TORCHINDUCTOR_CACHE_DIR``), loaded back: built once, reused by a
+    later run with the same cache (:mod:`.aoti_packages`)."""
     ep = torch.export.export(Region(fn), tuple(tensors), strict=False)
     root = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or tempfile.mkdtemp(prefix="autocast_inductor_"))
-    (root / "aoti_packages").mkdir(parents=True, exist_ok=True)
-    path = root / "aoti_packages" / f"p{os.getpid()}_{next(_counter)}.pt2"
-    import torch._inductor as inductor  # here, not at import: it costs about 1.4 s
-
-    inductor.aoti_compile_and_package(ep, package_path=str(path))
-    return inductor.aoti_load_package(str(path))
+    return built_or_reused(ep, tensors, root)
 
 
 def parts(
