@@ -41,7 +41,7 @@ FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {
         for module, target in (
             ("reference_impl.modes.aoti", "torch._inductor"),
             ("reference_impl.modes.batch", "torch._inductor.config"),
-            ("reference_impl.modes.run", "torch._inductor"),
+            ("reference_impl.modes.aoti_packages", "torch._inductor"),
             ("reference_impl.programs.pass_code", "torch._inductor"),
             ("reference_impl.programs.pass_code", "torch._inductor.config"),
         )

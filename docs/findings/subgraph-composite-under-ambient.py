@@ -27,4 +27,5 @@ with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16):
     print("eager (einsum, mm):", [t.dtype for t in f(*args)])  # float16, float16
     for backend in ("eager", "aot_eager", "inductor"):
         torch._dynamo.reset()
-        print(f"torch.compile(backend={backend!r}):", [t.dtype for t in torch.compile(f, backend=backend)(*args)])
+        out = torch.compile(f, backend=backend)(*args)
+        print(f"torch.compile(backend={backend!r}):", [t.dtype for t in out])
