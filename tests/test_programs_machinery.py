@@ -327,6 +327,43 @@ def test_a_pass_error_is_not_autocasts_only_where_it_is_the_same_without_autocas
     assert record.status == status, record.not_applicable
 
 
+def with_gradients(eager: dict[str, str | None], got: dict[str, str | None] | None) -> str:
+    """A stand-in script: both first calls ran (no outputs); eager's backward gave ``eager``,
+    the pass's ``got`` (None: its outputs required no grad)."""
+    state = {"enabled": {}, "dtype": {}, "cache_enabled": True, "nesting": 0}
+    ran: dict[str, object] = {"pass_error": None, "second": None, "gradients_error": None}
+    first = {"outputs": [], "error": None, "state": state}
+    sides = {
+        "eager": {**ran, "first": first, "gradients": eager},
+        "pass": {**ran, "first": first, "gradients": got},
+    }
+    return f"def observe():\n    return {sides!r}\n"
+
+
+@pytest.mark.parametrize(
+    ("twin_pass", "excused"),
+    [(None, True), ({"w0": "float32"}, False)],
+    ids=["none-without-autocast-too", "given-without-autocast"],
+)
+def test_gradients_a_pass_does_not_give_are_autocasts_only_where_it_gives_them_without_autocast(
+    spec: Spec,
+    shrunk: Program,
+    monkeypatch: pytest.MonkeyPatch,
+    twin_pass: dict[str, str] | None,
+    excused: bool,
+) -> None:
+    """Strict export's module of a custom autograd Function gives no gradients, with autocast or
+    without: not autocast's. Where the pass gives them without autocast, their loss is judged."""
+    bare = without_autocast(shrunk)
+    scripts = {
+        shrunk: with_gradients({"w0": "float32"}, None),
+        bare: with_gradients({"w0": "float32"}, twin_pass),
+    }
+    monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
+    record = run(shrunk, "export-strict", spec)
+    assert (record.status == NOT_APPLICABLE) is excused, record.not_applicable
+
+
 @pytest.mark.parametrize(
     "pass_raised, excused",
     [

@@ -159,19 +159,41 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
     leaves made float32 too): if eager runs it so and the pass raises the same error in the same
     call (its type and message alike, :func:`.records.shape_of`: numbers and names blurred,
     dtypes kept), the failure is the pass's whatever autocast does (not applicable here: a
-    torch.compile bug, not autocast's)."""
+    torch.compile bug, not autocast's). The same where the pass gives gradients to other
+    parameters and inputs than eager does (strict export's module gives none through a custom
+    autograd Function) and gives the same without autocast."""
     record = _run(program, pass_name, spec, directory)
-    error = raised(record)
-    if error is None:
+    error, lost = raised(record), gradients_missing(record)
+    if error is None and lost is None:
         return record
     off = _run(without_autocast(program), pass_name, spec, directory)
     if off.eager is not None and off.eager.error:
         off = _run(in_float32(without_autocast(program)), pass_name, spec, directory)
+    if error is None:
+        if gradients_missing(off) != lost:
+            return record
+        why = f"the pass gives gradients to other tensors than eager without autocast too: {lost}"
+        return dataclasses.replace(record, not_applicable=NotApplicable(why))
     bare = raised(off)
     if bare is None or bare[0] != error[0] or shape_of(bare[1]) != shape_of(error[1]):
         return record
     why = f"the pass raises without autocast too: {bare[1][:200]}"
     return dataclasses.replace(record, not_applicable=NotApplicable(why, error[1]))
+
+
+def gradients_missing(record: Record) -> str | None:
+    """Where both sides ran and the pass gives gradients to other tensors than eager (by name:
+    given by one side only), which; else None."""
+    got, eager = record.got, record.eager
+    if record.not_applicable is not None or got is None or eager is None or eager.error or got.error:
+        return None
+    if not record.gradients_apply or eager.gradients is None:
+        return None
+    have = {side: {k for k, v in (g or {}).items() if v is not None} for side, g in
+            (("eager", eager.gradients), ("pass", got.gradients))}  # fmt: skip
+    if have["eager"] == have["pass"]:
+        return None
+    return f"eager {sorted(have['eager'])}, pass {sorted(have['pass'])}"
 
 
 def raised(record: Record) -> tuple[str, str] | None:
