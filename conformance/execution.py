@@ -7,7 +7,8 @@ It adds
 * ``--compile-backend aot_eager|inductor|...`` (repeatable, each a pass of its own; default
   ``aot_eager``: no C++ toolchain),
 * ``--compile-cache DIR`` (one inductor cache for the run, shared by its workers),
-* the distribution of a compiled run's batches over pytest-xdist workers, and
+* the distribution of a compiled run's batches over pytest-xdist workers,
+* one share of the cores per xdist worker (:func:`share_cores`), and
 * a terminal-summary line counting the declared divergences reported xfail.
 
 The mode categories (``conformance/categories/modes.py``, ``regions.py``,
@@ -16,6 +17,7 @@ The mode categories (``conformance/categories/modes.py``, ``regions.py``,
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -78,12 +80,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """One inductor cache directory per run, shared by its workers (set before they start)."""
+    share_cores(config)
     modes = selected_modes(config)
     if "aoti" in modes and (why := unavailable()):
         usage_error(f"--mode aoti: {why}")
     chosen = cache_option(config)
     if any(m != "eager" for m in modes):
         use_cache_dir(chosen)
+
+
+def share_cores(config: pytest.Config) -> None:
+    """In a pytest-xdist worker, torch's intra-op threads are the cores over the workers, unless
+    ``OMP_NUM_THREADS`` says otherwise. torch's default is a thread per core in every worker, and
+    with more threads than cores its OpenMP threads spin waiting for one another
+    (docs/conformance.md, "Workers and threads": the figures)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not hasattr(config, "workerinput") or not workers or "OMP_NUM_THREADS" in os.environ:
+        return
+    import torch
+
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // max(1, int(workers))))
 
 
 def cache_option(config: pytest.Config) -> str | None:

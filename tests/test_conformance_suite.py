@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -51,6 +52,34 @@ def test_xdist_gives_the_same_outcomes(tmp_path: Path) -> None:
     b = run_suite(*sel, "-n", "2", f"--junitxml={tmp_path / 'xdist.xml'}")
     serial, parallel = outcomes(tmp_path / "serial.xml"), outcomes(tmp_path / "xdist.xml")
     assert serial and serial == parallel, (summary(a), summary(b))
+
+
+@pytest.mark.parametrize("given", [None, "2"])
+def test_xdist_workers_share_the_cores_unless_omp_num_threads_says(given: str | None, tmp_path: Path) -> None:
+    """Each of ``-n 2``'s workers gets torch threads for half the cores (at least one); a user's
+    ``OMP_NUM_THREADS`` is left to decide."""
+    (tmp_path / "test_threads_seen.py").write_text(
+        textwrap.dedent(
+            """
+            import os, pathlib, pytest, torch
+
+            @pytest.mark.parametrize("i", range(4))
+            def test_seen(i):
+                out = pathlib.Path(os.environ["SEEN_DIR"]) / os.environ["PYTEST_XDIST_WORKER"]
+                out.write_text(str(torch.get_num_threads()))
+            """
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # tests/conftest.py sets it
+    env |= {"SEEN_DIR": str(tmp_path)} | ({"OMP_NUM_THREADS": given} if given else {})
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    seen = {f.name: f.read_text() for f in tmp_path.glob("gw*")}
+    expected = given or str(max(1, len(os.sched_getaffinity(0)) // 2))
+    assert seen and set(seen.values()) == {expected}, seen
 
 
 @pytest.mark.parametrize(
