@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from xdist.scheduler import LoadScopeScheduling
 
 from reference_impl.modes.aoti import unavailable
@@ -97,8 +98,6 @@ def share_cores(config: pytest.Config) -> None:
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if not hasattr(config, "workerinput") or not workers or "OMP_NUM_THREADS" in os.environ:
         return
-    import torch
-
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // max(1, int(workers))))
 
 
