@@ -37,6 +37,8 @@ from .kit.case import Case
 from .kit.divergences import DECLARED, DECLARED_VALUES
 from .kit.verdict import DeclarationNotObserved
 
+SUITE_DIR = Path(__file__).resolve().parent  # the suite's test modules
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autocast-modes", "autocast execution modes")
@@ -81,7 +83,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """One inductor cache directory per run, shared by its workers (set before they start)."""
-    share_cores(config)
     modes = selected_modes(config)
     if "aoti" in modes and (why := unavailable()):
         usage_error(f"--mode aoti: {why}")
@@ -90,15 +91,17 @@ def pytest_configure(config: pytest.Config) -> None:
         use_cache_dir(chosen)
 
 
-def share_cores(config: pytest.Config) -> None:
-    """In a pytest-xdist worker, torch's intra-op threads are the cores over the workers, unless
-    ``OMP_NUM_THREADS`` says otherwise. torch's default is a thread per core in every worker, and
-    with more threads than cores its OpenMP threads spin waiting for one another
-    (docs/conformance.md, "Workers and threads": the figures)."""
+def share_cores(session: pytest.Session) -> None:
+    """In a pytest-xdist worker that runs the suite's tests, torch's intra-op threads are the cores
+    over the workers, unless ``OMP_NUM_THREADS`` says otherwise. torch's default is a thread per
+    core in every worker, and with more threads than cores its OpenMP threads spin waiting for one
+    another (docs/conformance.md, "Workers and threads": the figures). Another project's tests,
+    in an environment where this plugin is installed, keep torch's default."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if not hasattr(config, "workerinput") or not workers or "OMP_NUM_THREADS" in os.environ:
+    if not hasattr(session.config, "workerinput") or not workers or "OMP_NUM_THREADS" in os.environ:
         return
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // max(1, int(workers))))
+    if any(Path(str(item.path)).resolve().parent == SUITE_DIR for item in session.items):
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // max(1, int(workers))))
 
 
 def cache_option(config: pytest.Config) -> str | None:
@@ -151,7 +154,8 @@ class BatchScheduling(LoadScopeScheduling):
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A compiled batch (of ``modes``, of ``mode_gradients``) holds the selected cases only
-    (``-k`` picks one op: one small graph)."""
+    (``-k`` picks one op: one small graph). A worker that runs them takes its share of the cores."""
+    share_cores(session)
     for item in session.items:
         callspec = getattr(item, "callspec", None)
         case = callspec.params.get("case") if callspec is not None else None

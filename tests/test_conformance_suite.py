@@ -54,31 +54,38 @@ def test_xdist_gives_the_same_outcomes(tmp_path: Path) -> None:
     assert serial and serial == parallel, (summary(a), summary(b))
 
 
-@pytest.mark.parametrize("given", [None, "2"])
-def test_xdist_workers_share_the_cores_unless_omp_num_threads_says(given: str | None, tmp_path: Path) -> None:
-    """Each of ``-n 2``'s workers gets torch threads for half the cores (at least one); a user's
-    ``OMP_NUM_THREADS`` is left to decide."""
-    (tmp_path / "test_threads_seen.py").write_text(
-        textwrap.dedent(
-            """
-            import os, pathlib, pytest, torch
+SEEN_PLUGIN = """
+import os, pathlib, torch
 
-            @pytest.mark.parametrize("i", range(4))
-            def test_seen(i):
-                out = pathlib.Path(os.environ["SEEN_DIR"]) / os.environ["PYTEST_XDIST_WORKER"]
-                out.write_text(str(torch.get_num_threads()))
-            """
-        )
-    )
+def pytest_runtest_call(item):
+    out = pathlib.Path(os.environ["SEEN_DIR"]) / os.environ["PYTEST_XDIST_WORKER"]
+    out.write_text(str(torch.get_num_threads()))
+"""
+
+
+@pytest.mark.parametrize("run", ["suite", "suite, OMP_NUM_THREADS=2", "another project's tests"])
+def test_xdist_workers_share_the_cores_unless_omp_num_threads_says(run: str, tmp_path: Path) -> None:
+    """Each of ``-n 2``'s workers running the suite gets torch threads for half the cores (at
+    least one); a user's ``OMP_NUM_THREADS`` decides where given; another project's tests, with
+    the plugin installed, keep torch's default (one thread per core)."""
+    (tmp_path / "threads_seen.py").write_text(SEEN_PLUGIN)
+    (tmp_path / "test_other.py").write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n")
+    cores = len(os.sched_getaffinity(0))
+    given = "2" if "OMP_NUM_THREADS" in run else None
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # tests/conftest.py sets it
-    env |= {"SEEN_DIR": str(tmp_path)} | ({"OMP_NUM_THREADS": given} if given else {})
+    env |= {"SEEN_DIR": str(tmp_path), "PYTHONPATH": str(tmp_path)} | (
+        {"OMP_NUM_THREADS": given} if given else {}
+    )
+    where = ["conformance", "--backend", "cpu", "--op", "aten::mm", "-m", "eligibility"]
+    selection = [str(tmp_path / "test_other.py")] if run.startswith("another") else where
     p = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "threads_seen", "-n", "2",
+         *selection],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     seen = {f.name: f.read_text() for f in tmp_path.glob("gw*")}
-    expected = given or str(max(1, len(os.sched_getaffinity(0)) // 2))
+    expected = given or str(cores if run.startswith("another") else max(1, cores // 2))
     assert seen and set(seen.values()) == {expected}, seen
 
 
