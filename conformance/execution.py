@@ -101,7 +101,8 @@ def share_cores(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput") or not workers or "OMP_NUM_THREADS" in os.environ:
         return
     if any(Path(str(item.path)).resolve().parent == SUITE_DIR for item in session.items):
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // max(1, int(workers))))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // max(1, int(workers))))  # macOS has no sched_getaffinity
 
 
 def cache_option(config: pytest.Config) -> str | None:
