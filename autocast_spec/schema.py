@@ -7,6 +7,7 @@ itself (``special``); the rest get the messages below.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
@@ -67,8 +68,18 @@ def message(err: jsonschema.ValidationError, special: Special = _no_special) -> 
     return f"{where}: {err.message}"
 
 
+# (schema, digest of a document's data) of the documents found valid in this process: a process
+# that loads the same spec again (the tests' forked suite runs, a session's second target) skips
+# validation, two thirds of a load's time. Only valid data is remembered, so a problem is always
+# found again, at its line.
+_VALID: set[tuple[Path, str]] = set()
+
+
 def schema_problems(doc: YamlDocument, schema: Path, special: Special = _no_special) -> list[SpecProblem]:
     """Every error of ``doc`` against the JSON Schema file ``schema``, each at its line, once."""
+    key = (schema, hashlib.sha256(json.dumps(doc.data, sort_keys=True, default=repr).encode()).hexdigest())
+    if key in _VALID:
+        return []
     probs = []
     for err in validator(schema).iter_errors(doc.data):
         errs: Iterable[jsonschema.ValidationError] = (
@@ -82,6 +93,8 @@ def schema_problems(doc: YamlDocument, schema: Path, special: Special = _no_spec
         if str(p) not in seen:
             seen.add(str(p))
             unique.append(p)
+    if not unique:
+        _VALID.add(key)
     return unique
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -131,7 +132,12 @@ def serve() -> None:
 
     import conformance.collection
     import conformance.plugin  # noqa: F401
+    from reference_impl.spectools.installed_spec import load_installed_spec
 
+    load_installed_spec()  # the bundled spec's documents, validated once for every child
+    # what is imported now is never garbage: a child's collections (pytest runs several as it
+    # ends) then skip it, and do not write to its pages (each write copies a page of the parent)
+    gc.freeze()
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
