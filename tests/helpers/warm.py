@@ -124,9 +124,12 @@ def _wait(pid: int, timeout: float) -> int:
 
 def serve() -> None:
     """Import once, then fork one child per request line on stdin; answer its exit code.
-    ``torch._inductor``, which the suite imports only in a compiled mode's run: here once."""
+    The compile stack (AOTAutograd, inductor), which the suite imports only in a compiled mode's
+    run, is imported here once: importing it starts no thread."""
     import hypothesis.stateful  # noqa: F401
     import pytest  # noqa: F401
+    import torch._functorch.aot_autograd
+    import torch._inductor.compile_fx
     import torch._inductor.config
     import torch._meta_registrations  # noqa: F401
 
