@@ -11,6 +11,11 @@ with a process that ends; it does not prove anything about a real vendor's kerne
 - a policy-only run never calls the vendor's own autograd kernels (torch_npu registers 131 at
   AutogradPrivateUse1, ``_thnn_fused_gru_cell`` among them; FakeTensorMode acts below that
   key), so a kernel there that ends the process is never reached.
+
+The simulated backend reads its ``NPU_SIM_*`` variables when the run imports it (in the run's
+process, never in the warm one), so each run forks from the warm process
+(helpers/suite_runs.py: torch and the suite imported once); a run's worker is a fresh process.
+The in-process runs say ``--numprocesses 0`` (``-n 0``): no worker.
 """
 
 from __future__ import annotations
@@ -38,8 +43,11 @@ def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     paths = f"{ROOT}:{TESTS / 'vendor_npu'}"
     return run_suite(
         "--backend", "npu", "--policy-only", "--spec", str(spec), *args,
-        env_extra={"PYTHONPATH": paths, **env},
+        env_extra={"PYTHONPATH": paths}, plugin_env=env,
     )  # fmt: skip
+
+
+IN_PROCESS = ("--numprocesses", "0")  # -n 0: no worker, the run's own process runs the tests
 
 
 def test_a_plain_run_survives_an_aborting_kernel_and_keeps_its_message(tmp_path: Path) -> None:
@@ -52,11 +60,13 @@ def test_a_plain_run_survives_an_aborting_kernel_and_keeps_its_message(tmp_path:
     assert "Fatal Python error: Aborted" in crash and "what():  simulated: no device" in crash, crash
 
     marker.unlink()
-    inproc = _run(tmp_path, "-k", "test_op_policy and aten::mm-", "-n", "0", **env)
+    inproc = _run(tmp_path, "-k", "test_op_policy and aten::mm-", *IN_PROCESS, **env)
     assert inproc.returncode not in (0, 1) and " passed" not in inproc.stdout, summary(inproc)
 
 
 def test_a_policy_only_run_never_calls_the_vendors_autograd_kernels(tmp_path: Path) -> None:
+    """In process (no worker to lose): a kernel that ended the process would end the run."""
     env = {"NPU_SIM_AUTOGRAD_ABORT": "aten::_thnn_fused_gru_cell"}
-    p = _run(tmp_path, "--dtype", "all", "--op", "aten::_thnn_fused_gru_cell", "-m", "eligibility", **env)
+    op = ("--op", "aten::_thnn_fused_gru_cell")
+    p = _run(tmp_path, "--dtype", "all", *op, "-m", "eligibility", *IN_PROCESS, **env)
     assert p.returncode == 0 and "[crash]" not in p.stdout and " passed" in p.stdout, summary(p)

@@ -15,6 +15,10 @@ every category on the device, numerics against a CPU reference.
 The libraries are built on first use by the suite's own processes (the plugin), into a
 cache keyed by their sources (examples/vendor_backend/build.py; ``$ACME_BUILD_DIR``), so a
 second run compiles nothing and concurrent processes wait for one build.
+
+Each run forks from the warm server (helpers/warm_runs.py): torch and the suite are imported
+once, acme is loaded in the run's own process (it reads ``ACME_DEVIATION`` there), and a
+certification's workers are fresh processes.
 """
 
 from __future__ import annotations
@@ -26,19 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from helpers.certify_helpers import (
-    REPO,
-    Run,
-    certification,
-    finish,
-    pytest_cmd,
-    results,
-    run,
-    start,
-    verify,
-    with_status,
-)
+from helpers.certify_helpers import REPO, Run, certification, results, with_status
 from helpers.once import once_per_run
+from helpers.warm_runs import pytest_run, verify_run
 
 from autocast_spec.model import Spec
 from examples.vendor_backend.build import missing_toolchain
@@ -58,8 +52,8 @@ def env(deviation: str | None = None, **more: str) -> dict[str, str]:
     return {"PYTHONPATH": path, "ACME_DEVIATION": deviation or "", **more}
 
 
-def suite_cmd(*args: str) -> list[str]:
-    return pytest_cmd(
+def suite_args(*args: str) -> list[str]:
+    return [
         "-p",
         "examples.vendor_backend.plugin",
         "--pyargs",
@@ -71,7 +65,7 @@ def suite_cmd(*args: str) -> list[str]:
         "--reference-device",
         "cpu",
         *args,
-    )
+    ]
 
 
 def failed_ids(r: Run) -> list[str]:
@@ -85,7 +79,7 @@ def failed_ids(r: Run) -> list[str]:
 # ---------------------------------------------------------------------------
 
 # categories that need real tensors (policy-only reports them skipped), per dtype where they have one
-REAL_TENSOR_CATEGORIES = {
+REAL_TENSOR_CATEGORIES: dict[str, set[str | None]] = {
     "numerics": {"float16", "bfloat16"},
     "autograd": {"float16", "bfloat16"},
     "cache": {"float16", "bfloat16"},
@@ -96,9 +90,9 @@ REAL_TENSOR_CATEGORIES = {
 
 def test_shipped_backend_certifies_conformant_on_real_tensors(tmp_path: Path) -> None:
     out = tmp_path / "bundle"
-    cert = run(suite_cmd("--dtype", "all", "--certify", str(out)), tmp_path, env())
+    cert = pytest_run(suite_args("--dtype", "all", "--certify", str(out)), env())
     assert cert.rc == 0 and "verdict: conformant" in cert.out, cert.repro()
-    ver = verify(out, tmp_path, env())
+    ver = verify_run(out, env())
     assert ver.rc == 0 and "verdict: conformant" in ver.out, ver.repro()
     opts = certification(out)["options"]
     assert (opts["backend"], opts["dtype"], opts["policy_only"], opts["reference_device"]) == (
@@ -140,9 +134,9 @@ PLANTED = {
 
 
 @pytest.mark.parametrize("deviation", sorted(PLANTED))
-def test_planted_deviation_fails_its_op(deviation: str, tmp_path: Path) -> None:
+def test_planted_deviation_fails_its_op(deviation: str) -> None:
     op, must_fail, must_pass = PLANTED[deviation]
-    r = run(suite_cmd("-rf", "-vv", "-k", op), tmp_path, env(deviation))
+    r = pytest_run(suite_args("-rf", "-vv", "-k", op), env(deviation))
     failed = failed_ids(r)
     assert r.rc == 1 and must_fail in failed, (failed, r.repro())
     assert all(op in t for t in failed), (failed, r.repro())
@@ -167,8 +161,7 @@ CORE_ONLY = "mandatory-core-only.yaml"
 
 def write_core_only(spec: Spec, where: Path) -> dict[str, Run]:
     core = " or ".join(spec.rules.mandatory_core)
-    procs = [start(suite_cmd("--collect-only", *m), where, env()) for m in ((), ("-m", core))]
-    every, mandatory = (finish(p, where) for p in procs)
+    every, mandatory = (pytest_run(suite_args("--collect-only", *m), env()) for m in ((), ("-m", core)))
     ids = {line for line in every.out.splitlines() if line.startswith("conformance/")}
     kept = {line for line in mandatory.out.splitlines() if line.startswith("conformance/")}
     assert ids and kept, every.repro() + mandatory.repro()
@@ -196,9 +189,10 @@ def test_broken_kernel_is_recorded_and_the_run_completes(
 ) -> None:
     status, op = BROKEN[deviation]
     out = tmp_path / "bundle"
-    cmd = suite_cmd("--expectations", str(mandatory_core_only), "--test-timeout", "10", "--certify", str(out))
+    args = suite_args("--expectations", str(mandatory_core_only), "--test-timeout", "10")
+    args += ["--certify", str(out)]
     # the kernel breaks the first time any process runs it (the marker file says it did)
-    cert = run(cmd, tmp_path, env(deviation, ACME_TRIP_ONCE=str(tmp_path / "tripped")))
+    cert = pytest_run(args, env(deviation, ACME_TRIP_ONCE=str(tmp_path / "tripped")))
     res = results(out)
     broken = with_status(res, status)
     assert cert.rc == 1 and len(broken) == 1 and op in broken[0], (broken, cert.repro())

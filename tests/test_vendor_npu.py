@@ -13,6 +13,10 @@ same vendor with an undeclared difference (aten::exp registered as
 lower_precision_fp while its spec says fp32) and a kernel that aborts the process
 once (aten::mm). The second must be recorded as crash + fail, finish every other
 test, and verify as NOT conformant.
+
+The deviating run is a fresh process; the shipped run and both ``verify-bundle`` runs fork from
+the warm server meanwhile (helpers/warm_runs.py: torch and the suite imported once; each
+certification's workers are fresh processes).
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ from helpers.certify_helpers import (
     pytest_cmd,
     results,
     start,
-    verify,
     with_status,
 )
 from helpers.once import once_per_run
+from helpers.warm_runs import pytest_run, verify_run
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +43,8 @@ DEVIATION = "aten::exp=lower_precision_fp"
 ABORTING_OP = "aten::mm"
 
 
-def certify_cmd(out: Path) -> list[str]:
-    return pytest_cmd(
+def certify_args(out: Path) -> list[str]:
+    return [
         "-p",
         "npu_backend",
         "--pyargs",
@@ -54,7 +58,7 @@ def certify_cmd(out: Path) -> list[str]:
         str(VENDOR_DIR / "expectations.yaml"),
         "--certify",
         str(out),
-    )
+    ]
 
 
 Bundles = dict[str, tuple[Path, Run, Run]]
@@ -70,12 +74,11 @@ def certify_both(root: Path) -> dict[str, Run]:
         "NPU_SIM_ABORT": ABORTING_OP,
         "NPU_SIM_ABORT_MARKER": str(root / "aborted-once"),
     }
-    runs = {"shipped": env, "deviating": planted}
-    procs = {name: start(certify_cmd(root / name), root, e) for name, e in runs.items()}
-    done = {}
-    for name, proc in procs.items():
-        done[name] = finish(proc, root)
-        done[f"{name}-verify"] = verify(root / name, root, runs[name])
+    deviating = start(pytest_cmd(*certify_args(root / "deviating")), root, planted)
+    done = {"shipped": pytest_run(certify_args(root / "shipped"), env)}
+    done["shipped-verify"] = verify_run(root / "shipped", env)
+    done["deviating"] = finish(deviating, root)
+    done["deviating-verify"] = verify_run(root / "deviating", planted)
     return done
 
 
