@@ -26,12 +26,11 @@ from helpers.certify_helpers import (
     finish,
     pytest_cmd,
     results,
-    run,
     start,
-    verify,
     write,
 )
 from helpers.once import once_per_run
+from helpers.warm_runs import pytest_run, verify_run
 
 from conformance.certify import bundle as B
 from conformance.certify import verify as verify_module
@@ -127,10 +126,6 @@ def synthetic(tmp: Path) -> Path:
 
 def certify_cmd(out: str, *extra: str) -> list[str]:
     return pytest_cmd("--backend", "cpu", "--expectations", "exp.yaml", "--certify", out, *extra, ".")
-
-
-def certify_synthetic(d: Path, out: str, *extra: str) -> Run:
-    return run(certify_cmd(out, *extra), d)
 
 
 def certify_both(tmp: Path) -> dict[str, Run]:
@@ -238,7 +233,7 @@ def test_bundle_files(syn: tuple[Path, dict[str, Run]]) -> None:
 
 def test_verify_says_not_conformant(syn: tuple[Path, dict[str, Run]]) -> None:
     d = syn[0]
-    v = verify(d / "out", d)
+    v = verify_run(d / "out", {})
     assert v.rc == 1, v.repro()
     assert "verdict: NOT conformant" in v.out and "1 crash" in v.out and "1 timeout" in v.out, v.out
     assert f"test list regenerated from the spec: {len(EXPECTED)} tests" in v.out, v.out
@@ -261,7 +256,7 @@ def test_verify_catches_tampering(syn: tuple[Path, dict[str, Run]], tmp_path: Pa
     (dropped / B.RESULTS).write_text(json.dumps(data))
     (dropped / B.COLLECTED).write_text(json.dumps(keep(json.loads((dropped / B.COLLECTED).read_text()))))
     B.write_manifest(dropped)
-    v1, v2 = verify(edited, d), verify(dropped, d)
+    v1, v2 = verify_run(edited, {}), verify_run(dropped, {})
     assert v1.rc == 1 and "results.json: sha256 does not match" in v1.out, v1.repro()
     assert (
         v2.rc == 1
@@ -286,20 +281,23 @@ def test_verify_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_certify_refuses_narrowing_overwrite_and_excusing_the_core(
     syn: tuple[Path, dict[str, Run]], tmp_path: Path
 ) -> None:
+    """Each refused before a test runs (exit 2): forked from a warm process, with absolute paths."""
     d = syn[0]
-    narrowed = certify_synthetic(d, str(tmp_path / "k"), "-k", "policy")
+    expect = ("--backend", "cpu", "--expectations")
+    narrowed = pytest_run(
+        [*expect, str(d / "exp.yaml"), "--certify", str(tmp_path / "k"), "-k", "policy", str(d)], {}
+    )
     assert narrowed.rc == 2 and "refuses options that narrow or stop it: -k 'policy'" in narrowed.out, (
         narrowed.repro()
     )
-    again = certify_synthetic(d, "out")
+    again = pytest_run([*expect, str(d / "exp.yaml"), "--certify", str(d / "out"), str(d)], {})
     assert (
         again.rc == 2 and "the directory is not empty" in again.out and "--certify-overwrite" in again.out
     ), again.repro()
-    write(d / "core.yaml", EXPECTATIONS + "  - {match: '*context_ok', status: skip, reason: r}\n")
-    core = run(
-        pytest_cmd("--backend", "cpu", "--expectations", "core.yaml", "--certify", str(tmp_path / "c"), "."),
-        d,
+    core_yaml = write(
+        tmp_path / "core.yaml", EXPECTATIONS + "  - {match: '*context_ok', status: skip, reason: r}\n"
     )
+    core = pytest_run([*expect, str(core_yaml), "--certify", str(tmp_path / "c"), str(d)], {})
     assert (
         core.rc == 2
         and "core.yaml:10: skip '*context_ok' matches 1 test(s) of the mandatory core" in core.out

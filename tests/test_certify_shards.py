@@ -26,15 +26,11 @@ from helpers.certify_helpers import (
     REPO,
     Run,
     certification,
-    finish,
-    pytest_cmd,
     results,
-    run,
-    start,
-    verify,
     write,
 )
 from helpers.once import once_per_run
+from helpers.warm_runs import pytest_run, verify_run
 
 from conformance.categories.modes import batch_scope
 from conformance.certify import bundle as B
@@ -166,7 +162,7 @@ def test_the_real_suites_compile_cases_carry_their_mode_and_batches_stay_whole(t
     compile-mode; the assignment keeps each compiled batch in one shard."""
     listing = tmp_path / "tests.json"
     args = ("--backend", "cpu", "--dtype", "bfloat16", "--mode", "compile", "--certify-list", str(listing))
-    p = run(pytest_cmd(*args, "--pyargs", "conformance"), REPO, timeout=600)
+    p = pytest_run([*args, "--pyargs", "conformance"], {})  # in the repository root, as before
     assert listing.is_file(), p.repro()
     tests = [CollectedTest(t["id"], mode=t["mode"]) for t in json.loads(listing.read_text())]
     modes: dict[str, set[str]] = {}
@@ -220,11 +216,11 @@ RUNS = {  # name -> extra options
 
 
 def certify_in_shards(d: Path) -> dict[str, Run]:
+    """Each run forked from a warm process (its workers are fresh interpreters, as always)."""
     write(d / "test_syn.py", SUITE)
     write(d / "exp.yaml", EXPECTATIONS)
-    base = ("--backend", "cpu", "--expectations", "exp.yaml")
-    procs = {n: start(pytest_cmd(*base, "--certify", n, *extra, "."), d) for n, extra in RUNS.items()}
-    runs = {n: finish(p, d) for n, p in procs.items()}
+    base = ("--backend", "cpu", "--expectations", str(d / "exp.yaml"))
+    runs = {n: pytest_run([*base, "--certify", str(d / n), *extra, str(d)], {}) for n, extra in RUNS.items()}
     for n, r in runs.items():
         assert (d / n / B.MANIFEST).is_file(), r.repro()
     return runs
@@ -273,7 +269,7 @@ def test_each_shard_runs_its_part_and_is_no_certificate(sharded: tuple[Path, dic
         logs = "".join(p.read_text() for p in (d / n / B.LOGS).glob("*.log"))
         started = {ln.removeprefix(START_MARK) for ln in logs.splitlines() if ln.startswith(START_MARK)}
         assert started == set(shard["tests"]), "the workers ran the shard's tests, no other"
-    v = verify(d / "s1", d)
+    v = verify_run(d / "s1", {})
     assert v.rc == 1 and "this is shard 1 of 2 of a run (--certify-shard), not a certificate" in v.out, (
         v.repro()
     )
@@ -284,7 +280,7 @@ def test_merged_shards_verify_equal_to_the_unsharded_run(sharded: tuple[Path, di
     d = sharded[0]
     m = merge_bundles(d, "merged", "s2", "s1")
     assert m.rc == 0 and "merged 2 shards into merged: 10 tests" in m.out, m.repro()
-    merged, full = verify(d / "merged", d), verify(d / "full", d)
+    merged, full = verify_run(d / "merged", {}), verify_run(d / "full", {})
     assert merged.rc == full.rc == 1, (merged.repro(), full.repro())
     strip = lambda out: [ln.replace("merged", "X").replace("full", "X") for ln in out.splitlines()]  # noqa: E731
     assert strip(merged.out) == strip(full.out), (merged.out, full.out)
@@ -358,24 +354,18 @@ def test_merge_never_overwrites_out_unasked(sharded: tuple[Path, dict[str, Run]]
 
 
 def test_bad_shard_options_stop_the_run_with_exit_2(sharded: tuple[Path, dict[str, Run]]) -> None:
+    """Each stops before a test runs: forked from a warm process, with absolute paths."""
     d = sharded[0]
+    bad1, bad2, nope, exp = (str(d / n) for n in ("bad1", "bad2", "nope.json", "exp.yaml"))
     cases = {
-        ("--certify", "bad1", "--certify-shard", "3/2"): "--certify-shard 3/2: K must be between 1 and N",
+        ("--certify", bad1, "--certify-shard", "3/2"): "--certify-shard 3/2: K must be between 1 and N",
         ("--certify-shard", "1/2"): "--certify-shard splits a certification: add --certify DIR",
-        (
-            "--certify",
-            "bad2",
-            "--certify-shard",
-            "1/2",
-            "--certify-costs",
-            "nope.json",
-        ): "nope.json: cannot be read",
-        ("--certify-costs", "exp.yaml"): "--certify-costs balances --certify-shard",
+        ("--certify", bad2, "--certify-shard", "1/2", "--certify-costs", nope): "nope.json: cannot be read",
+        ("--certify-costs", exp): "--certify-costs balances --certify-shard",
     }
-    procs = {args: start(pytest_cmd("--backend", "cpu", *args, "."), d) for args in cases}
-    for args, proc in procs.items():
-        r = finish(proc, d)
-        assert r.rc == 2 and cases[args] in r.out, r.repro()
+    for args, message in cases.items():
+        r = pytest_run(["--backend", "cpu", *args, str(d)], {})
+        assert r.rc == 2 and message in r.out, r.repro()
 
 
 def test_the_ci_example_certifies_every_shard_and_merges_what_it_uploaded() -> None:
