@@ -82,6 +82,8 @@ BAD_INPUT = {
         "does not list aten::add.Tensor",
     ),
     "duplicate-key": (VENDOR_HEADER + "device: npu2\n", 6, "duplicate key 'device'"),
+    # a key YAML reads as a number, beside string keys (a version written unquoted)
+    "non-string-key": (VENDOR_HEADER + "2.15: a note\n", 1, "unknown key 2.15"),
 }
 
 
