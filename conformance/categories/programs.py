@@ -57,6 +57,7 @@ from hypothesis.database import (
 )
 from hypothesis.errors import Unsatisfiable
 
+from reference_impl.draws import independent_of_imports
 from reference_impl.harness.compare import output_mismatch
 from reference_impl.modes.run import DEFAULT_COMPILE_BACKEND, Mode
 from reference_impl.programs import EAGER_ERROR, NOT_APPLICABLE, CallResult, Program, Record, features, run
@@ -353,7 +354,7 @@ def check(target: Target, case: Case[Generated]) -> None:
         target.spec,
         target.device,
         case.dtype_text,
-        focus=p.focus or None,
+        focus=p.focus or ("frozen" if p.config == "freezing" else None),
         inference_only=p.config == "freezing",
         observable=p.mode is Mode.COMPILE,
     )
@@ -387,7 +388,8 @@ def check(target: Target, case: Case[Generated]) -> None:
     one.hypothesis.inner_test._hypothesis_internal_add_digest = case.id.encode()  # type: ignore[attr-defined]
     runner = one if target.programs else seed(seed_of)(one)
     try:
-        runner()
+        with independent_of_imports():
+            runner()
     except Unsatisfiable:
         if not met:
             not_applicable(f"no drawn program of this focus could be judged through {p.pass_name}")

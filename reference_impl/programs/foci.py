@@ -25,13 +25,16 @@ from .tree import (
     Arg,
     Autocast,
     Call,
+    Cond,
     CustomFunction,
+    Escape,
     GraphBreak,
     Holder,
     OpCall,
     Program,
     Ref,
     Region,
+    RegionForm,
     Second,
     SecondKind,
     Seq,
@@ -44,6 +47,9 @@ State = str | None  # the device's autocast dtype in effect (None: autocast off)
 # The foci whose first call is made inside a region around it (the documented use): what they
 # check is how a compiled program follows the region its caller opened.
 CALLED_IN_A_REGION = ("module", "second_state", "second_shape")
+# The foci drawn as an nn.Module as deployed (eval, no gradients). "frozen" is no case's focus:
+# inductor's freezing pass draws it (its programs must read a Parameter that a region casts).
+AS_DEPLOYED = ("module", "frozen")
 
 
 def state_of(autocast: Autocast | None, device: str) -> State:
@@ -150,13 +156,25 @@ def shows(focus: str | None, program: Program, judge: Judge) -> bool:
     if test is None:
         return True
     every = placed(program)
-    ops = [p for p in every if isinstance(p.stmt, OpCall) and p.stmt.out in judge.forms and compiled(p)]
+    ops = [p for p in every if isinstance(p.stmt, OpCall) and p.stmt.out in judge.forms and traced(p, every)]
     return any(test(program, judge, every, p) for p in ops)
 
 
-def compiled(p: Placed) -> bool:
-    """Whether a pass compiles ``p`` (no ``torch.compiler.disable`` helper around it)."""
-    return not any(isinstance(s, Call) and s.wrap is Wrap.DISABLE for s in p.within)
+def traced(p: Placed, every: list[Placed]) -> bool:
+    """Whether a pass traces ``p`` into a graph: no ``torch.compiler.disable`` helper around it,
+    and no ``try`` around it that holds a graph break (Dynamo runs a frame that breaks inside a
+    ``try`` eagerly, where no pass acts)."""
+    if any(isinstance(s, Call) and s.wrap is Wrap.DISABLE for s in p.within):
+        return False
+    escapes = [s for s in p.within if isinstance(s, Escape)]
+    breaks = [b for b in every if isinstance(b.stmt, GraphBreak)]
+    return not any(any(s is e for s in b.within) for e in escapes for b in breaks)
+
+
+def in_a_body(p: Placed) -> bool:
+    """Whether ``p`` is in the body of a higher-order op (a ``torch.cond`` branch, a
+    nested_compile_region), which that op calls rather than the graph around it."""
+    return any(isinstance(s, Cond) or (isinstance(s, Call) and s.wrap is Wrap.NESTED) for s in p.within)
 
 
 Test = Callable[[Program, Judge, list[Placed], Placed], bool]
@@ -174,7 +192,7 @@ def overridden_op(program: Program, judge: Judge, every: list[Placed], p: Placed
     (AOTAutograd's runtime wrapper turns autocast off around a traced graph, whose ops a region
     around the call would otherwise cast again)."""
     caller = state_of(program.context.around, program.device)
-    if p.cast is not None or p.first == caller:
+    if p.cast is not None or p.first == caller or in_a_body(p):
         return False
     cast = judge.dtypes(p, caller)
     return cast is not None and (caller is None or caller in cast) and judge.changes(p, p.first, caller)
@@ -213,9 +231,12 @@ def inner_region(program: Program, every: list[Placed], p: Placed) -> tuple[Regi
 
 
 def legacy_op(program: Program, judge: Judge, every: list[Placed], p: Placed) -> bool:
-    """An op directly in a legacy alias's region whose output dtype the region changes."""
+    """An op directly in a legacy alias's ``with`` block whose output dtype the region changes
+    (the alias called where the pass traces it; as a decorator it is the decorator focus's)."""
     found = inner_region(program, every, p)
     if found is None or p.cast is not None or found[0].autocast.takes_device:
+        return False
+    if found[0].form is not RegionForm.WITH:
         return False
     r, enclosing = found
     return judge.changes(p, enclosing, as_if_on(r.autocast))
@@ -259,6 +280,17 @@ def subgraph_op(program: Program, judge: Judge, every: list[Placed], p: Placed) 
     return nested and p.cast is None and judge.changes(p, p.first, None)
 
 
+def frozen_op(program: Program, judge: Judge, every: list[Placed], p: Placed) -> bool:
+    """An op that a region casts and that reads a float32 Parameter: the cast that inductor's
+    freezing folds into a constant of the Parameter (the ``frozen`` focus)."""
+    assert isinstance(p.stmt, OpCall)
+    held = {
+        leaf.name for leaf in program.leaves if leaf.holder is Holder.PARAMETER and leaf.dtype == "float32"
+    }
+    reads = any(r.name in held for r in refs((*p.stmt.args, *(a for _, a in p.stmt.kwargs))))
+    return reads and p.cast is None and p.first is not None and judge.changes(p, p.first, None)
+
+
 OBSERVABLE: dict[str, Test] = {
     "module": overridden_op,
     "second_state": second_state_op,
@@ -268,4 +300,5 @@ OBSERVABLE: dict[str, Test] = {
     "custom_function": cast_op,
     "break": resumed_op,
     "nested_compile_region": subgraph_op,
+    "frozen": frozen_op,
 }

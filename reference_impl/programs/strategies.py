@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from autocast_spec.model import Spec
 
+from ..draws import independent_of_imports
 from .draw_ops import Draw, Forms, OpDrawing, Value, Where
-from .foci import CALLED_IN_A_REGION, Judge, second_call, shows, state_of
+from .foci import AS_DEPLOYED, CALLED_IN_A_REGION, Judge, second_call, shows, state_of
 from .grammar import STATEMENT_FOCI, Available, Grammar, Limits
 from .tree import (
     Autocast,
@@ -318,9 +319,9 @@ def program_strategy(
     inference_only: bool = False,
     observable: bool = False,
 ) -> Program | None:
-    form = Form.MODULE if focus == "module" else draw(st.sampled_from(tuple(Form)))
+    form = Form.MODULE if focus in AS_DEPLOYED else draw(st.sampled_from(tuple(Form)))
     shown = focus if observable else None  # the focus whose dimension the program must show
-    inference_only = inference_only or shown == "module"  # a module as deployed: eval, no gradients
+    inference_only = inference_only or shown in AS_DEPLOYED  # eval, no gradients
     modes = (GradMode.NO_GRAD, GradMode.INFERENCE) if inference_only else GRAD_MODES
     grad_mode = GradMode.GRAD if focus == "train" else draw(st.sampled_from(modes))
     training = focus == "train" or (not inference_only and draw(st.booleans()))
@@ -357,8 +358,9 @@ def programs(
     """Autocast programs on ``device`` under autocast to ``dtype`` (default: the device's
     default dtype), drawn from the spec (ops, policies, entry points) and what the installed
     torch has (``available``: the higher-order ops; default: detected). ``focus`` (one of
-    :data:`FOCI`): every program holds that dimension; with ``observable``, in a way that changes
-    what it computes (:mod:`.foci`); ``inference_only``: eval mode, under ``no_grad`` or
+    :data:`FOCI`, or ``"frozen"``: a module reading a Parameter that a region casts): every
+    program holds that dimension; with ``observable``, in a way that changes what it computes
+    (:mod:`.foci`); ``inference_only``: eval mode, under ``no_grad`` or
     ``inference_mode`` (what inductor's freezing takes)."""
     grammar = Grammar(
         spec,
@@ -375,7 +377,7 @@ def drawn_programs(
     spec: Spec, n: int, at: int, device: str = "cpu", dtype: str | None = None
 ) -> list[Program]:
     """The first ``n`` programs the strategy draws from seed ``at`` (generation only, no
-    database): the same list on every run, for campaigns and benchmarks."""
+    database): the same list on every run and in any process, for campaigns and benchmarks."""
     out: list[Program] = []
 
     @seed(at)
@@ -390,5 +392,6 @@ def drawn_programs(
     def collect(p: Program) -> None:
         out.append(p)
 
-    collect()
+    with independent_of_imports():
+        collect()
     return out
