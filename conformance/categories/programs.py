@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 import pytest
-from hypothesis import HealthCheck, given, reject, seed, settings
+from hypothesis import HealthCheck, Phase, given, reject, seed, settings
 from hypothesis.database import (
     DirectoryBasedExampleDatabase,
     ExampleDatabase,
@@ -366,6 +366,7 @@ def check(target: Target, case: Case[Generated]) -> None:
         database=_database(target),
         suppress_health_check=list(HealthCheck),
         print_blob=True,
+        phases=[f for f in Phase if f is not Phase.shrink or target.programs_shrink > 0],
     )
     @given(strategy)
     def one(program: Program) -> None:
