@@ -5,15 +5,18 @@ the source of every *local* module that happens to be imported (an editable inst
 vendor's plugin, a conftest: anything outside site-packages and the standard library;
 HypothesisWorks/hypothesis#4348, #4366). Which modules are imported when a test draws
 depends on what ran before it in the process: another test, another mode, an xdist worker's
-share of the run. So a fixed seed drew different programs in the README's test command and
-in a full certification (first divergence at the 79th program of seed 0), and a shard could
-draw other examples on another machine.
+share of the run. So a fixed seed drew different programs in the campaign script and in a bare
+process (first divergence at the 79th program of seed 0), F13's program was drawn by a full
+certification and not by the test command, and a shard could draw other examples on another
+machine.
 
-Inside :func:`independent_of_imports` the Hypothesis provider draws no such constant, so the
-same seed draws the same examples in any process. It patches one method of Hypothesis's
-provider for the duration; where that method does not exist (a release before the feature,
-or one that renamed it) there is nothing to patch, and tests/test_draws.py says whether the
-draws still agree.
+Inside :func:`independent_of_imports` the Hypothesis provider draws no constant at all, its
+own built-in ones (large and special values) included, so the same seed draws the same
+examples in any process; the suite's draws are indices and small ranges, where those never
+fit. It patches one method of Hypothesis's provider for the duration (a class attribute: one
+thread at a time; xdist's workers are processes); where that method does not exist (a release
+before the feature, or one that renamed it) there is nothing to patch, and tests/test_draws.py
+says whether the draws still agree.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A seed draws the same examples whatever local modules the process has imported
-(reference_impl/draws.py): the generated programs, and the numerics category's random mixes."""
+(reference_impl/draws.py): the generated programs, and integers of the numerics category's
+range."""
 
 from __future__ import annotations
 
@@ -17,24 +18,25 @@ from reference_impl.draws import independent_of_imports
 from reference_impl.programs.strategies import drawn_programs
 
 SEED = 0
-# Integers a user's module could hold; wide enough that some fall in any range the draws use.
-CONSTANTS = (
-    "\n".join(f"C{i} = {i}" for i in range(2, 300))
-    + "\nBIG = ["
-    + ", ".join(str(7919 * k) for k in range(1, 9))
-    + "]\n"
-)
+
+
+def constants(offset: int) -> str:
+    """Integers a user's module could hold, from ``offset`` on. Each test imports its own:
+    Hypothesis keeps every constant it has seen for the process, so the small integers the
+    programs' draws use must not have been added by the other test first."""
+    small = "\n".join(f"C{i} = {i + offset}" for i in range(2, 300))
+    return small + "\nBIG = [" + ", ".join(str(7919 * k + offset) for k in range(1, 9)) + "]\n"
 
 
 @pytest.fixture
-def import_a_local_module(tmp_path: Path) -> Iterator[Callable[[], None]]:
-    """Imports, when called, a module outside site-packages full of integer constants, as a
-    vendor's plugin or a conftest is; removed from ``sys.modules`` after the test."""
-    path = tmp_path / "vendor_constants.py"
-    path.write_text(CONSTANTS)
-    name = "vendor_constants_for_draws"
+def import_a_local_module(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[[int], None]]:
+    """Imports, when called, a module outside site-packages full of integer constants from
+    ``offset`` on, as a vendor's plugin or a conftest is; removed from ``sys.modules`` after."""
+    name = f"vendor_constants_for_{request.node.name}"
+    path = tmp_path / f"{name}.py"
 
-    def load() -> None:
+    def load(offset: int) -> None:
+        path.write_text(constants(offset))
         loader = importlib.util.spec_from_file_location(name, path)
         assert loader is not None and loader.loader is not None
         module = importlib.util.module_from_spec(loader)
@@ -60,15 +62,15 @@ def integers(n: int) -> list[int]:
     return out
 
 
-def test_integers_do_not_depend_on_imports(import_a_local_module: Callable[[], None]) -> None:
+def test_integers_do_not_depend_on_imports(import_a_local_module: Callable[[int], None]) -> None:
     before = integers(300)
-    import_a_local_module()
+    import_a_local_module(10_000)  # within the range drawn, above the programs' small ones
     assert integers(300) == before
 
 
-def test_programs_do_not_depend_on_imports(spec: Spec, import_a_local_module: Callable[[], None]) -> None:
+def test_programs_do_not_depend_on_imports(spec: Spec, import_a_local_module: Callable[[int], None]) -> None:
     before = [repr(p) for p in drawn_programs(spec, 120, SEED)]
-    import_a_local_module()
+    import_a_local_module(0)
     after = [repr(p) for p in drawn_programs(spec, 120, SEED)]
     assert after == before, f"the first program that differs is number {_first_difference(before, after)}"
 

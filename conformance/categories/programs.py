@@ -366,7 +366,7 @@ def check(target: Target, case: Case[Generated]) -> None:
         database=_database(target),
         suppress_health_check=list(HealthCheck),
         print_blob=True,
-        phases=[f for f in Phase if f is not Phase.shrink or target.programs_shrink > 0],
+        phases=[f for f in settings().phases if f is not Phase.shrink or target.programs_shrink > 0],
     )
     @given(strategy)
     def one(program: Program) -> None:

@@ -42,6 +42,7 @@ from .tree import (
 
 def region_features(r: Region, enclosing: Region | None, crossed: bool) -> Iterator[str]:
     a = r.autocast
+    yield "region:any"  # the program holds a region of its own (any form)
     yield f"region:{r.form.value}" + (f":{r.boundary.value}" if r.form is RegionForm.DECORATOR else "")
     if not a.takes_device:
         yield "region:legacy"
@@ -158,7 +159,8 @@ def grammar_features(grammar: Grammar) -> frozenset[str]:
     found |= {f"holder:{h.value}" for h in Holder} | {"gradients", "feed", "cast", "residual"}
     found |= {f"policy:{p}" for p in g.menu.policies} | {f"inputs:{k}" for k in ("float32", "lower", "mixed")}
     found |= {"call:entry_point", "call:aten_overload"}
-    found |= {"region:with", "region:decorator:function", "region:decorator:method", "region:cache_disabled"}
+    found |= {"region:any", "region:with", "region:decorator:function", "region:decorator:method"}
+    found.add("region:cache_disabled")
     if any("device_type" not in e.positional for e in g.regions(g.device)):
         found.add("region:legacy")
     found |= {"nested:disabled", "nested:across_function"}

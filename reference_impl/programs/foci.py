@@ -156,12 +156,14 @@ def shows(focus: str | None, program: Program, judge: Judge) -> bool:
     if test is None:
         return True
     every = placed(program)
-    ops = [p for p in every if isinstance(p.stmt, OpCall) and p.stmt.out in judge.forms and traced(p, every)]
+    ops = [
+        p for p in every if isinstance(p.stmt, OpCall) and p.stmt.out in judge.forms and in_a_graph(p, every)
+    ]
     return any(test(program, judge, every, p) for p in ops)
 
 
-def traced(p: Placed, every: list[Placed]) -> bool:
-    """Whether a pass traces ``p`` into a graph: no ``torch.compiler.disable`` helper around it,
+def in_a_graph(p: Placed, every: list[Placed]) -> bool:
+    """Whether a pass compiles ``p`` into a graph: no ``torch.compiler.disable`` helper around it,
     and no ``try`` around it that holds a graph break (Dynamo runs a frame that breaks inside a
     ``try`` eagerly, where no pass acts)."""
     if any(isinstance(s, Call) and s.wrap is Wrap.DISABLE for s in p.within):
