@@ -15,10 +15,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import traceback
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import torch
 from helpers.certify_helpers import (
     REPO,
     Run,
@@ -34,6 +37,7 @@ from helpers.warm_runs import pytest_run, verify_run
 
 from conformance.certify import bundle as B
 from conformance.certify import verify as verify_module
+from conformance.certify.outcomes import SEED, seed_everything
 from conformance.cli import SUBCOMMANDS
 from conformance.cli import main as cli_main
 
@@ -302,3 +306,25 @@ def test_certify_refuses_narrowing_overwrite_and_excusing_the_core(
         core.rc == 2
         and "core.yaml:10: skip '*context_ok' matches 1 test(s) of the mandatory core" in core.out
     ), core.repro()
+
+
+def test_each_certified_test_starts_from_the_fixed_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPU's generator and an initialized device's are seeded; an accelerator torch knows but has
+    not initialized is left alone (torch.manual_seed would queue a call with a formatted stack
+    for each, per test)."""
+    torch.rand(3)
+    seed_everything("cpu")
+    got = torch.rand(3)
+    torch.manual_seed(SEED)
+    assert torch.equal(got, torch.rand(3))
+
+    seeded: list[int] = []
+    device = SimpleNamespace(manual_seed_all=seeded.append, is_initialized=lambda: True)
+    monkeypatch.setattr(torch, "acme_seeded", device, raising=False)
+    seed_everything("acme_seeded")
+    assert seeded == [SEED]
+
+    monkeypatch.setattr(traceback, "format_stack", lambda *a, **k: pytest.fail("a lazy seed was queued"))
+    for name in ("cuda", "xpu", "mtia"):
+        if not getattr(torch, name).is_initialized():
+            seed_everything(name)
