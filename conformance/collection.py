@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import torch
 
+from reference_impl.draws import independent_of_imports
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.harness.state import restore_autocast, snapshot_autocast
 
@@ -147,14 +148,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Judge (check ``context.leaked_state``, through :func:`~.kit.verdict.expect`) a suite
     test that leaves the autocast state different from how it found it; the state is put
-    back either way, for the next test. A test that failed already keeps its own failure."""
+    back either way, for the next test. A test that failed already keeps its own failure.
+
+    Every suite test runs :func:`reference_impl.draws.independent_of_imports`: what a
+    Hypothesis test of the suite draws from its seed does not depend on the modules that the
+    tests before it, in its process, imported."""
     if not _in_suite(item):
         return (yield)
     target = target_of(item.config)
     devices = tuple(dict.fromkeys((target.device, "cpu")))
     before = snapshot_autocast(*devices)
     try:
-        result = yield
+        with independent_of_imports():  # a Hypothesis test's draws: the seed's, whatever ran before
+            result = yield
     finally:
         after = snapshot_autocast(*devices)
         leaked = before.differences(after)

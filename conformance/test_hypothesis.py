@@ -10,18 +10,15 @@ from hypothesis.stateful import run_state_machine_as_test
 from conformance.categories import context, numerics
 from conformance.kit.hypothesis import suite_settings
 from conformance.target import Target
-from reference_impl.draws import independent_of_imports
 
 pytestmark = pytest.mark.hypothesis
 
 
 def test_random_dtype_mixes(target: Target, lower: torch.dtype, request: pytest.FixtureRequest) -> None:
-    with independent_of_imports():
-        suite_settings(request.config)(numerics.random_mixes(target, lower))()
+    suite_settings(request.config)(numerics.random_mixes(target, lower))()
 
 
 @pytest.mark.context
 @pytest.mark.usefixtures("native_autocast")
 def test_state_machine(target: Target, lower: torch.dtype, request: pytest.FixtureRequest) -> None:
-    with independent_of_imports():
-        run_state_machine_as_test(context.state_machine(target), settings=suite_settings(request.config))
+    run_state_machine_as_test(context.state_machine(target), settings=suite_settings(request.config))

@@ -9,11 +9,9 @@ from hypothesis.stateful import run_state_machine_as_test
 from conformance.categories import transitions
 from conformance.kit.hypothesis import suite_settings
 from conformance.target import Target
-from reference_impl.draws import independent_of_imports
 
 pytestmark = [pytest.mark.transitions, pytest.mark.hypothesis, pytest.mark.real_tensors]
 
 
 def test_state_transitions(target: Target, lower: torch.dtype, request: pytest.FixtureRequest) -> None:
-    with independent_of_imports():
-        run_state_machine_as_test(transitions.machine(target, lower), settings=suite_settings(request.config))
+    run_state_machine_as_test(transitions.machine(target, lower), settings=suite_settings(request.config))

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from helpers.suite_runs import run_planted, summary
 from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
@@ -77,3 +78,21 @@ def test_programs_do_not_depend_on_imports(spec: Spec, import_a_local_module: Ca
 
 def _first_difference(a: list[str], b: list[str]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), -1)
+
+
+SEES_THE_DRAWS = """
+import pytest
+from reference_impl.draws import HypothesisProvider, METHOD, _no_constant
+
+def pytest_runtest_call(item):  # inside every wrapper: as the test's body sees it
+    assert HypothesisProvider.__dict__.get(METHOD) is _no_constant, item.nodeid
+"""
+
+
+def test_every_suite_test_draws_independently_of_imports(tmp_path: Path) -> None:
+    """The suite's plugin puts each of its tests inside independent_of_imports
+    (conformance/collection.py), Hypothesis's and any other: none has to remember it."""
+    hypothesis_tests = "test_random_dtype_mixes or test_state_transitions or test_state_machine"
+    sel = ("--backend", "cpu", "-k", hypothesis_tests)
+    p, results = run_planted(tmp_path, "sees_the_draws", SEES_THE_DRAWS, *sel)
+    assert results and set(results.values()) == {"passed"}, summary(p)
