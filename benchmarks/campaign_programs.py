@@ -135,6 +135,8 @@ def main() -> int:
     for sig, found in sorted(seen.items(), key=lambda kv: -len(kv[1])):
         smallest, detail = min(found, key=lambda pd: size(pd[0]))
         print(f"\n[{len(found)}x] {sig}\n    {detail[:300]}")
+        at = next(i for i, q in enumerate(drawn) if q is smallest)
+        print(f"    smallest: program {at} of seed {a.seed} (drawn_programs(spec, {at + 1}, {a.seed})[-1])")
         if a.reduce:
 
             def shows(q: Program, sig: str = sig) -> bool:
