@@ -152,6 +152,20 @@ class BatchScheduling(LoadScopeScheduling):
     def _split_scope(self, nodeid: str) -> str:
         return batch_scope(nodeid)
 
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        """xdist's, with a finished scope forgotten: at each test's end xdist counts the pending
+        tests of every scope the worker was ever given, and here most tests are a scope of their
+        own (tests x scopes: 16 million counts, 10 s of the controller's 90 in a profiled
+        certification of 6,500 tests). Nothing reads a finished scope: what is pending, and what
+        a crashed worker hands back, are the unfinished ones."""
+        nodeid = self.registered_collections[node][item_index]
+        scope = self._split_scope(nodeid)
+        work = self.assigned_work[node]
+        work[scope][nodeid] = True
+        if all(work[scope].values()):
+            del work[scope]
+        self._reschedule(node)
+
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A compiled batch (of ``modes``, of ``mode_gradients``) holds the selected cases only
