@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import traceback
 from pathlib import Path
 from types import SimpleNamespace
@@ -328,3 +330,17 @@ def test_each_certified_test_starts_from_the_fixed_seeds(monkeypatch: pytest.Mon
     for name in ("cuda", "xpu", "mtia"):
         if not getattr(torch, name).is_initialized():
             seed_everything(name)
+
+
+def test_a_certification_worker_ends_without_finalizing_the_interpreter() -> None:
+    """QuickExit (conformance/certify/workers.py): at the end of a certification's worker the
+    process exits at once, status 0, its output flushed; atexit handlers (and the interpreter's
+    finalization, seconds with torch loaded) do not run. Every certification test above checks
+    that its bundle is complete all the same."""
+    code = (
+        "import atexit; from conformance.certify.workers import QuickExit; "
+        "atexit.register(lambda: print('finalized')); print('flushed', end=''); "
+        "QuickExit().pytest_unconfigure(); print('went on')"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout) == (0, "flushed"), (p.returncode, p.stdout, p.stderr)

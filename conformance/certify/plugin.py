@@ -45,7 +45,7 @@ from .listing import ListOnly
 from .outcomes import Outcomes, fix_randomness
 from .recorder import Recorder
 from .shard import ShardError, ShardFilter, ShardPlan, load_costs, parse_shard
-from .workers import WorkerLog, log_path, no_workers, prepare_options, refusals, worker_root
+from .workers import QuickExit, WorkerLog, log_path, no_workers, prepare_options, refusals, worker_root
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -169,6 +169,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Outcomes(config, exp, certifying=True), "autocast-certify-outcomes")
         wid = config.workerinput["workerid"]  # type: ignore[attr-defined]
         config.pluginmanager.register(WorkerLog(log_path(root, wid)), "autocast-certify-worker")
+        config.pluginmanager.register(QuickExit(), "autocast-certify-quick-exit")
         plan = shard_plan(config)
         if plan is not None:
             config.pluginmanager.register(ShardFilter(plan), "autocast-certify-shard")
