@@ -1,21 +1,26 @@
-"""Which catalogued ops run another dtype than eager inside a higher-order op's body under an
-autocast region, compiled (findings F10 and F13, known bugs
-``compiled-subgraph-composite-under-ambient`` and ``compiled-cond-branch-composite-under-region``,
-whose ``ops`` it lists).
+"""Which catalogued ops run another dtype than eager inside a body that a pass treats otherwise
+than eager autocast does, under an autocast region (findings F4, F10, F13 and F14; the known
+bugs whose ``ops`` it lists: ``compiled-subgraph-composite-under-ambient``,
+``compiled-cond-branch-composite-under-region``, their ``entry`` twins, and
+``export-*-decomposed-region-under-ambient``).
 
 Each op's forms (every entry point and aten overload with a catalog sample, as the generated
 programs call them; with ``--forms unlisted``, the first runnable form of each op autocast does
-not list) run in the body, eagerly and through ``torch.compile(backend=...)``; the output
-dtypes are compared. The bodies:
+not list) run in the body, eagerly and through the pass; the output dtypes are compared. The
+bodies:
 
 - ``subgraph``: a reused ``torch.compiler.nested_compile_region``, called twice in the region (a
-  region called once is inlined), without gradients;
-- ``cond``: both branches of a ``torch.cond`` called in the region.
+  region called once is inlined), without gradients; the pass is ``torch.compile(backend=...)``;
+- ``cond``: both branches of a ``torch.cond`` called in the region; the pass as for ``subgraph``;
+- ``decomposed``: a region with ``enabled=False`` around the op, in a module exported
+  (``--export strict`` or ``nonstrict``) and decomposed with ``run_decompositions()``, called
+  without gradients under the region; the pass is the decomposed program's ``.module()``.
 
 A pass that raises is reported as such, not as a dtype difference (a body cannot return a view
 of its input, for instance)::
 
     python benchmarks/scan_hop_ops.py --hop cond --forms all --inputs lower --dtype bfloat16
+    python benchmarks/scan_hop_ops.py --hop decomposed --forms all --dtype float16 --export strict
 """
 
 from __future__ import annotations
@@ -50,41 +55,101 @@ def in_subgraph(call: Callable[..., Any], device: str, dtype: torch.dtype) -> Ca
     return program
 
 
+def tensors_bound(
+    call: Callable[..., Any], args: tuple[Any, ...]
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``call`` taking the tensors of ``args`` only (the rest bound: export takes tensors), and them."""
+    at = [i for i, x in enumerate(args) if isinstance(x, torch.Tensor)]
+
+    def on_tensors(*tensors: Any) -> Any:
+        a = list(args)
+        for i, t in zip(at, tensors, strict=True):
+            a[i] = t
+        return call(*a)
+
+    return on_tensors, tuple(args[i] for i in at)
+
+
 def in_cond(call: Callable[..., Any], device: str, dtype: torch.dtype) -> Callable[..., Any]:
     def program(*a: Any) -> Any:
-        at = [i for i, x in enumerate(a) if isinstance(x, torch.Tensor)]  # a branch's operands
+        on_tensors, operands = tensors_bound(call, a)  # a branch's operands: the tensors
 
         def branch(*tensors: Any) -> Any:  # new tensors: a branch returns no view of an input
-            args = list(a)
-            for i, t in zip(at, tensors, strict=True):
-                args[i] = t
-            return torch.utils._pytree.tree_map(torch.Tensor.contiguous, call(*args))
+            return torch.utils._pytree.tree_map(torch.Tensor.contiguous, on_tensors(*tensors))
 
         with torch.autocast(device, dtype=dtype):
-            return torch.cond(torch.tensor(True), branch, branch, tuple(a[i] for i in at))
+            return torch.cond(torch.tensor(True), branch, branch, operands)
 
     return program
 
 
-HOPS = {"subgraph": in_subgraph, "cond": in_cond}
+class InDisabledRegion(torch.nn.Module):
+    """The op under ``autocast(enabled=False)``: the body export decomposes (F4)."""
+
+    def __init__(self, call: Callable[..., Any], device: str) -> None:
+        super().__init__()
+        self.call = call
+        self.device: str = device
+
+    def forward(self, *a: Any) -> Any:
+        with torch.autocast(self.device, enabled=False):
+            return self.call(*a)
 
 
-def scan(
-    form: OpForm, target: Any, hop: str, device: str, dtype: str, backend: str, inputs: str
-) -> tuple[list[str], ...]:
+def in_disabled_region(call: Callable[..., Any], device: str, dtype: torch.dtype) -> Callable[..., Any]:
+    module = InDisabledRegion(call, device)
+
+    def program(*a: Any) -> Any:
+        with torch.autocast(device, dtype=dtype):
+            return module(*a)
+
+    program.call = call  # type: ignore[attr-defined]  # what decomposed() exports
+    return program
+
+
+def compiled(
+    program: Callable[..., Any], args: tuple[Any, ...], how: argparse.Namespace
+) -> Callable[..., Any]:
+    return torch.compile(program, backend=how.backend, fullgraph=True)
+
+
+def decomposed(
+    program: Callable[..., Any], args: tuple[Any, ...], how: argparse.Namespace
+) -> Callable[..., Any]:
+    call, tensors = tensors_bound(program.call, args)  # type: ignore[attr-defined]
+    ep = torch.export.export(InDisabledRegion(call, how.device), tensors, strict=how.export == "strict")
+    module = ep.run_decompositions().module()
+
+    def through(*a: Any) -> Any:
+        with torch.autocast(how.device, dtype=dtype_of(how.dtype)):
+            return module(*tensors)
+
+    return through
+
+
+# body -> (the program around the op, the pass applied to it)
+HOPS = {
+    "subgraph": (in_subgraph, compiled),
+    "cond": (in_cond, compiled),
+    "decomposed": (in_disabled_region, decomposed),
+}
+
+
+def scan(form: OpForm, target: Any, how: argparse.Namespace) -> tuple[list[str], ...]:
     """(eager's output dtypes, the pass's, or ["raises <Type>"]). The sample's floating tensors
     are float32 (``inputs`` "float32": a lost cast to the lower dtype shows) or the region's
     dtype ("lower": a lost cast to float32 shows)."""
-    floating = torch.float32 if inputs == "float32" else dtype_of(dtype)
+    floating = torch.float32 if how.inputs == "float32" else dtype_of(how.dtype)
     args, kwargs = rebuilt(
         form.sample,
         lambda i, s: make_tensor(s.shape, s.domain, floating if s.dtype == "float" else dtype_of(s.dtype), i),
     )
-    program = HOPS[hop](lambda *a: target(*a, **kwargs), device, dtype_of(dtype))
+    body, through_pass = HOPS[how.hop]
+    program = body(lambda *a: target(*a, **kwargs), how.device, dtype_of(how.dtype))
     eager = dtypes_of(program, args)
     torch._dynamo.reset()
     try:
-        return eager, dtypes_of(torch.compile(program, backend=backend, fullgraph=True), args)
+        return eager, dtypes_of(through_pass(program, args, how), args)
     except Exception as e:  # the pass cannot take it: reported, not compared
         return eager, [f"raises {type(e).__name__}"]
 
@@ -104,7 +169,8 @@ def main() -> int:
     parser.add_argument("--inputs", choices=("float32", "lower"), default="float32")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="bfloat16")
-    parser.add_argument("--backend", default="aot_eager", help="torch.compile's backend")
+    parser.add_argument("--backend", default="aot_eager", help="torch.compile's backend (subgraph, cond)")
+    parser.add_argument("--export", choices=("strict", "nonstrict"), default="nonstrict", help="(decomposed)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     menu = menu_for(load_installed_spec(), args.device, args.dtype)
@@ -116,11 +182,12 @@ def main() -> int:
             continue
         try:
             target = menu.target(form)
-            scanned[key] = scan(form, target, args.hop, args.device, args.dtype, args.backend, args.inputs)
+            scanned[key] = scan(form, target, args)
             done.add(form.op)
         except Exception:  # eager cannot run this form so: the op's next form is tried
             continue
-    print(f"torch {torch.__version__}, {args.device} {args.dtype}, backend {args.backend}, ", end="")
+    through = f"export {args.export}" if args.hop == "decomposed" else f"backend {args.backend}"
+    print(f"torch {torch.__version__}, {args.device} {args.dtype}, {through}, ", end="")
     print(f"in {args.hop}, forms {args.forms}, {args.inputs} inputs")
     for (op, entry), (eager, got) in scanned.items():
         if eager != got:
