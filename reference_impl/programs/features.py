@@ -108,6 +108,8 @@ def features(program: Program) -> frozenset[str]:
         found.add("around:first")
     if c.second is not None:
         found.add(f"second:{c.second.kind.value}")
+        if c.second.kind is SecondKind.STATE and c.second.around is not None and c.second.around.enabled:
+            found.add("around:second")  # the second call under an enabled region of its own
         if c.second.kind is SecondKind.SHAPE and c.second.mark_dynamic:
             found.add("second:mark_dynamic")
     found.update(f"holder:{leaf.holder.value}" for leaf in program.leaves)
@@ -152,6 +154,7 @@ def grammar_features(grammar: Grammar) -> frozenset[str]:
         "mode:train",
         "mode:eval",
         "around:first",
+        "around:second",
         "second:shape",
         "second:state",
         "second:mark_dynamic",
