@@ -85,10 +85,9 @@ def seed_everything(device: str | None) -> None:
     device's own generators once the device is initialized.
 
     Not ``torch.manual_seed``: it seeds every accelerator torch knows (cuda, xpu, mtia) as well,
-    and one that is not initialized queues the call with a formatted stack. That was three
-    stacks per test (a sixth of a policy-only certification's worker time), in a queue that the
-    device's first initialization would replay. A device first used during a test starts from
-    its own fixed default seed."""
+    and for each one not initialized it formats the caller's stack to queue the call (about
+    0.5 ms per test at the suite's stack depth, measured on torch 2.13). A device first used
+    during a test starts from its own fixed default seed."""
     random.seed(SEED)
     numpy.random.seed(SEED)
     torch.default_generator.manual_seed(SEED)
