@@ -92,7 +92,11 @@ def skip_reasons(xml_path: Path) -> dict[str, str]:
 
 
 def summary(p: subprocess.CompletedProcess[str]) -> str:
-    return "\n".join((p.stdout + p.stderr).strip().splitlines()[-25:])
+    """The end of a run's output: pytest's own (stdout: the failures' short summary and the
+    counts) before the end of stderr, which torch's error logs can fill."""
+    out = p.stdout.strip().splitlines()[-25:]
+    err = p.stderr.strip().splitlines()[-10:]
+    return "\n".join([*out, *(["--- stderr:"] if err else []), *err])
 
 
 # Hypothesis tests pick their examples at random; tables name deterministic failures.
