@@ -11,6 +11,11 @@ Each kind of difference (its signature) is reported once with how often it was s
 ``--reduce`` its smallest program is reduced further (``reference_impl.programs.reduce``) and
 its script written to ``--out`` (a reproduction: ``python <script>``).
 
+``--part K/N`` runs the K-th of N equal slices of the same draw: a campaign split into parts (over
+processes, machines or sessions) whose counts add up to the whole campaign's. Each part draws all
+``--programs`` (seconds): a draw of fewer programs is not the start of a draw of more (Hypothesis
+scales what it draws with its number of examples).
+
     python benchmarks/campaign_programs.py --pass inductor --programs 200 --seed 0 --reduce --out DIR
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import sys
 import tempfile
 import time
@@ -104,20 +110,34 @@ def main() -> int:
     ap.add_argument("--pass", dest="pass_name", required=True, choices=sorted(PASSES))
     ap.add_argument("--programs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--part",
+        default="1/1",
+        metavar="K/N",
+        help="run only the K-th of N equal slices of the draw: a campaign in parts whose counts add up",
+    )
     ap.add_argument("--reduce", action="store_true", help="reduce each signature's smallest program")
     ap.add_argument("--reduce-budget", type=int, default=60, help="programs tried per reduction")
     ap.add_argument("--out", type=Path, help="where reduced reproductions are written")
     a = ap.parse_args()
+    part = re.fullmatch(r"([1-9][0-9]*)/([1-9][0-9]*)", a.part)
+    if part is None or int(part[1]) > int(part[2]) or int(part[2]) > a.programs:
+        ap.error(f"--part {a.part}: give K/N with 1 <= K <= N <= --programs, as in --part 1/2")
+    k, parts = int(part[1]), int(part[2])
     warnings.filterwarnings("ignore")
     spec = load_installed_spec()
     start = time.perf_counter()
     drawn = drawn_programs(spec, a.programs, a.seed)
     print(f"drew {len(drawn)} programs in {time.perf_counter() - start:.1f} s", flush=True)
+    first, stop = (k - 1) * len(drawn) // parts, k * len(drawn) // parts
+    if parts > 1:
+        print(f"part {k}/{parts}: programs {first} to {stop - 1} of the draw", flush=True)
     statuses: collections.Counter[str] = collections.Counter()
     eager_errors: collections.Counter[str] = collections.Counter()
     seen: dict[str, list[tuple[Program, str]]] = collections.defaultdict(list)
     start = time.perf_counter()
-    for i, p in enumerate(drawn):
+    ran = drawn[first:stop]
+    for i, p in enumerate(ran):
         r = run(p, a.pass_name, spec)
         statuses[r.status] += 1
         if r.status == "eager_error" and r.eager is not None and r.eager.error:
@@ -125,18 +145,19 @@ def main() -> int:
         for sig, detail in differences(spec, r):
             seen[sig].append((p, detail))
         if (i + 1) % 25 == 0:
-            print(f"  {i + 1} programs, {time.perf_counter() - start:.0f} s, {dict(statuses)}", flush=True)
+            print(
+                f"  {first + i + 1} programs, {time.perf_counter() - start:.0f} s, {dict(statuses)}",
+                flush=True,
+            )
     took = time.perf_counter() - start
-    print(
-        f"{a.pass_name}: {len(drawn)} programs in {took:.0f} s ({len(drawn) / took:.2f}/s): {dict(statuses)}"
-    )
+    print(f"{a.pass_name}: {len(ran)} programs in {took:.0f} s ({len(ran) / took:.2f}/s): {dict(statuses)}")
     for shape, n in eager_errors.most_common():
         print(f"  eager autocast raised ({n}x): {shape}")
     for sig, found in sorted(seen.items(), key=lambda kv: -len(kv[1])):
         smallest, detail = min(found, key=lambda pd: size(pd[0]))
         print(f"\n[{len(found)}x] {sig}\n    {detail[:300]}")
         at = next(i for i, q in enumerate(drawn) if q is smallest)
-        print(f"    smallest: program {at} of seed {a.seed} (drawn_programs(spec, {at + 1}, {a.seed})[-1])")
+        print(f"    smallest: drawn_programs(spec, {len(drawn)}, {a.seed})[{at}]")
         if a.reduce:
 
             def shows(q: Program, sig: str = sig) -> bool:
