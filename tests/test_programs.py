@@ -19,6 +19,8 @@ from conformance.categories.programs import Generated
 from conformance.kit.case import Case
 from conformance.target import Options, Target, resolve_target
 from reference_impl.modes.run import Mode
+from reference_impl.programs.records import AutocastState, CallResult, Record, Side
+from reference_impl.programs.strategies import drawn_programs
 
 C, E, A = Mode.COMPILE, Mode.EXPORT, Mode.AOTI
 # Each plant, and the test (pass and dimension) whose generated programs must catch it.
@@ -137,3 +139,17 @@ def test_the_generated_programs_pass_clean_in_both_dtypes() -> None:
         "--programs-shrink", "0", "-n", "2", paths=("conformance/test_programs.py",),
     )  # fmt: skip
     assert p.returncode == 0 and " passed" in p.stdout, summary(p)
+
+
+def test_a_pass_that_fails_before_its_call_is_judged_where_eagers_backward_raised(target: Target) -> None:
+    """Eager's first call ran and its backward raised; the pass failed before its first call (a
+    trace, an export) with an error it does not raise without autocast: a failure of the pass,
+    reported. Before, eager's backward error hid it and the program passed as eager."""
+    (program,) = drawn_programs(target.spec, 1, 0)
+    state = AutocastState({"cpu": False}, {"cpu": "bfloat16"}, True, 0)
+    backward = "RuntimeError: linalg_eig_backward: ill-defined"
+    eager = Side(None, CallResult((), None, state), None, backward, None)
+    got = Side("Unsupported: a trace failed", None, None, None, None)
+    record = Record(program, "aot_eager", eager, got, (), None, None, True, "", 0.0)
+    (seen,) = programs.observations(target, case_of(CAUGHT_BY["guards"]), record)
+    assert seen.observed == "raises Unsupported: a trace failed", seen

@@ -284,12 +284,13 @@ def test_in_float32_makes_only_the_lower_precision_leaves_float32(drawn: list[Pr
             assert b == (dataclasses.replace(a, dtype="float32") if a.dtype in ("float16", "bfloat16") else a)
 
 
-def raising(error: str) -> str:
-    """A script whose ``observe()`` says what a run found: eager's first call ran (no outputs),
-    the pass's first call raised ``error``."""
+def raising(error: str, eager_backward: str | None = None) -> str:
+    """A script whose ``observe()`` says what a run found: eager's first call ran (no outputs;
+    its backward raised ``eager_backward`` where given), the pass's first call raised ``error``."""
     state = {"enabled": {}, "dtype": {}, "cache_enabled": True, "nesting": 0}
     ran: dict[str, object] = {"pass_error": None, "first": None, "gradients": None, "second": None}
-    eager = {**ran, "first": {"outputs": [], "error": None, "state": state}}
+    grads = {"error": eager_backward} if eager_backward else None
+    eager = {**ran, "first": {"outputs": [], "error": None, "state": state}, "gradients": grads}
     raised = {**ran, "first": {"outputs": [], "error": error, "state": state}}
     return f"def observe():\n    return {{'eager': {eager!r}, 'pass': {raised!r}}}\n"
 
@@ -325,6 +326,26 @@ def test_a_pass_error_is_not_autocasts_only_where_it_is_the_same_without_autocas
     monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
     record = run(shrunk, "aot_eager", spec)
     assert record.status == status, record.not_applicable
+
+
+@pytest.mark.parametrize(
+    ("twin", "excused"),
+    [("AssertionError: Unexpected fake buffer _tensor_constant0", True), (FOUND.format("BFloat16"), False)],
+    ids=["same-without-autocast", "not-without-autocast"],
+)
+def test_a_pass_error_is_excused_the_same_way_where_eagers_backward_raised(
+    spec: Spec, shrunk: Program, monkeypatch: pytest.MonkeyPatch, twin: str, excused: bool
+) -> None:
+    """Eager's call ran, its backward raised; the pass's call raised: the program with every region
+    disabled decides whose error it is. Before, eager's backward error skipped that run (inductor's
+    `Unexpected fake buffer`, no autocast needed: the 2.13.0 inductor campaign's program 1593)."""
+    eig = "RuntimeError: linalg_eig_backward: The eigenvectors in the complex case are specified up to"
+    error = "AssertionError: Unexpected fake buffer _tensor_constant0"
+    bare = without_autocast(shrunk)
+    scripts = {shrunk: raising(error, eig), bare: raising(twin, eig)}
+    monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
+    record = run(shrunk, "inductor", spec)
+    assert record.status == (NOT_APPLICABLE if excused else PASS_ERROR), record.not_applicable
 
 
 def with_gradients(eager: dict[str, str | None], got: dict[str, str | None] | None) -> str:

@@ -288,7 +288,7 @@ def observations(target: Target, case: Case[Generated], record: Record) -> list[
     assert record.eager is not None and record.got is not None and case.params is not None
     eager, got = record.eager, record.got
     found: list[Difference] = []
-    if got.pass_error and not eager.error:
+    if got.pass_error:  # eager ran its first call (its backward may have raised): judged ones only
         error = got.pass_error
         found.append(Difference(RUNS, "the pass failed where eager ran", _kind(error), {"error": error}))
     elif eager.first is not None and got.first is not None:

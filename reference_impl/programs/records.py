@@ -98,6 +98,20 @@ class Side:
             return self.first.error
         return self.gradients_error
 
+    @property
+    def call_error(self) -> str | None:
+        """The first call's error, or the pass's before it: not the backward's."""
+        if self.pass_error:
+            return self.pass_error
+        return self.first.error if self.first is not None else None
+
+    def raised_where_ran(self, eager: Side) -> str | None:
+        """This side's first error that ``eager`` (which ran its first call) did not raise
+        there: its call's, or its backward's where eager's backward ran."""
+        if self.call_error:
+            return self.call_error
+        return self.gradients_error if not eager.gradients_error else None
+
 
 @dataclass(frozen=True)
 class NotApplicable:
@@ -137,4 +151,4 @@ class Record:
             return EAGER_ERROR
         if self.pass_raised_eagers_backward_error:
             return EAGER_ERROR
-        return PASS_ERROR if self.got.error and not self.eager.error else OK
+        return PASS_ERROR if self.got.raised_where_ran(self.eager) else OK

@@ -167,7 +167,7 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
     if error is None and lost is None:
         return record
     off = _run(without_autocast(program), pass_name, spec, directory)
-    if off.eager is not None and off.eager.error:
+    if off.eager is not None and off.eager.call_error:
         off = _run(in_float32(without_autocast(program)), pass_name, spec, directory)
     if error is None:
         if gradients_missing(off) != lost:
@@ -200,10 +200,13 @@ def raised(record: Record) -> tuple[str, str] | None:
     """Which call of the pass raised where eager ran (the first, or else the second), and its
     error (None: none)."""
     got, eager = record.got, record.eager
-    if record.not_applicable is not None or got is None or eager is None or eager.error:
+    if record.not_applicable is not None or got is None or eager is None or eager.call_error:
         return None
-    if got.error:
-        return "first", got.error
+    if record.pass_raised_eagers_backward_error:
+        return None  # eager's error: nothing of the pass's to excuse
+    first = got.raised_where_ran(eager)
+    if first:
+        return "first", first
     if record.second_not_applicable or not (eager.second and got.second) or eager.second.error:
         return None
     return ("second", got.second.error) if got.second.error else None
