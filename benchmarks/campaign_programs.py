@@ -34,7 +34,20 @@ from typing import Any
 
 import torch
 
-from reference_impl.programs import EAGER_ERROR, PASSES, Program, Record, run, script_for, shape_of
+from conformance.categories.programs import PLAN, Generated, observations
+from conformance.kit.case import Case
+from conformance.kit.verdict import Observation, known_bug_for, label
+from conformance.target import Options, Target, resolve_target
+from reference_impl.programs import (
+    EAGER_ERROR,
+    NOT_APPLICABLE,
+    PASSES,
+    Program,
+    Record,
+    run,
+    script_for,
+    shape_of,
+)
 from reference_impl.programs.features import features
 from reference_impl.programs.reduce import reduce, size
 from reference_impl.programs.strategies import drawn_programs
@@ -105,6 +118,51 @@ def differences(spec: Any, r: Record) -> list[tuple[str, str]]:
     return out
 
 
+def generated_for(pass_name: str) -> Generated:
+    """The suite's parameters of the programs category that run ``pass_name``."""
+    for (mode, backend), how in PLAN.items():
+        for config in how.configs:
+            if (g := Generated(mode, backend, config)).pass_name == pass_name:
+                return g
+    raise SystemExit(f"no case of the programs category runs the pass {pass_name!r}")
+
+
+class Judge:
+    """The suite's verdict on a campaign's programs: each difference from eager, as the programs
+    category judges it (conformance/categories/programs.py), with the declarations applied."""
+
+    def __init__(self, pass_name: str) -> None:
+        self.generated = generated_for(pass_name)
+        self.targets: dict[str, Target] = {}
+
+    def target(self, dtype: str) -> Target:
+        if dtype not in self.targets:
+            g = self.generated
+            options = Options(
+                "cpu", dtype, (), None, False, modes=(g.mode.value,), compile_backends=(g.backend,)
+            )
+            self.targets[dtype] = resolve_target(options)
+        return self.targets[dtype]
+
+    def verdicts(self, r: Record) -> list[str]:
+        """``declared <known bug>``, ``within <declared divergence>`` or ``undeclared: <what>``
+        for each observation (none: as eager, not applicable, or eager's error)."""
+        if r.status in (NOT_APPLICABLE, EAGER_ERROR):
+            return []
+        target = self.target(r.program.dtype)
+        case = Case("programs", "cpu", getattr(torch, r.program.dtype), params=self.generated)
+        return [self.verdict(target, obs) for obs in observations(target, case, r)]
+
+    @staticmethod
+    def verdict(target: Target, obs: Observation) -> str:
+        bug = known_bug_for(target, obs)
+        if bug is not None:
+            return f"declared {bug.id}"
+        if obs.declared is not None and obs.declared.explains(obs.observed):
+            return f"within {obs.declared.kind.rstrip(': ')} ({obs.declared.where})"
+        return f"undeclared: {obs.what}: {label(obs.observed)[:160]}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pass", dest="pass_name", required=True, choices=sorted(PASSES))
@@ -116,6 +174,14 @@ def main() -> int:
         metavar="K/N",
         help="run only the K-th of N equal slices of the draw: a campaign in parts whose counts add up",
     )
+    ap.add_argument(
+        "--only", default="", metavar="I,J,...", help="run only these programs of the draw (by number)"
+    )
+    ap.add_argument(
+        "--judge",
+        action="store_true",
+        help="also give the suite's verdict on each difference (declared known bug or undeclared)",
+    )
     ap.add_argument("--reduce", action="store_true", help="reduce each signature's smallest program")
     ap.add_argument("--reduce-budget", type=int, default=60, help="programs tried per reduction")
     ap.add_argument("--out", type=Path, help="where reduced reproductions are written")
@@ -124,6 +190,12 @@ def main() -> int:
     if part is None or int(part[1]) > int(part[2]) or int(part[2]) > a.programs:
         ap.error(f"--part {a.part}: give K/N with 1 <= K <= N <= --programs, as in --part 1/2")
     k, parts = int(part[1]), int(part[2])
+    if a.only and (parts > 1 or not re.fullmatch(r"[0-9]+(,[0-9]+)*", a.only)):
+        ap.error(f"--only {a.only!r}: give program numbers, as in --only 386,1503 (not with --part)")
+    only = sorted({int(i) for i in a.only.split(",")}) if a.only else []
+    if any(i >= a.programs for i in only):
+        ap.error(f"--only {a.only}: each number below --programs ({a.programs})")
+    judge = Judge(a.pass_name) if a.judge else None
     warnings.filterwarnings("ignore")
     spec = load_installed_spec()
     start = time.perf_counter()
@@ -132,13 +204,22 @@ def main() -> int:
     first, stop = (k - 1) * len(drawn) // parts, k * len(drawn) // parts
     if parts > 1:
         print(f"part {k}/{parts}: programs {first} to {stop - 1} of the draw", flush=True)
+    numbers = only or list(range(first, stop))
     statuses: collections.Counter[str] = collections.Counter()
     eager_errors: collections.Counter[str] = collections.Counter()
     seen: dict[str, list[tuple[Program, str]]] = collections.defaultdict(list)
     start = time.perf_counter()
-    ran = drawn[first:stop]
+    ran = [drawn[i] for i in numbers]
+    judged: collections.Counter[str] = collections.Counter()
+    first_at: dict[str, int] = {}
     for i, p in enumerate(ran):
         r = run(p, a.pass_name, spec)
+        verdicts = judge.verdicts(r) if judge else []
+        for v in sorted(set(verdicts)):
+            judged[v] += 1
+            first_at.setdefault(v, numbers[i])
+        if only:
+            print(f"  program {numbers[i]}: {r.status}; {verdicts}", flush=True)
         statuses[r.status] += 1
         if r.status == "eager_error" and r.eager is not None and r.eager.error:
             eager_errors[shape_of(r.eager.error)] += 1
@@ -146,13 +227,17 @@ def main() -> int:
             seen[sig].append((p, detail))
         if (i + 1) % 25 == 0:
             print(
-                f"  {first + i + 1} programs, {time.perf_counter() - start:.0f} s, {dict(statuses)}",
+                f"  {numbers[i] + 1} programs, {time.perf_counter() - start:.0f} s, {dict(statuses)}",
                 flush=True,
             )
     took = time.perf_counter() - start
     print(f"{a.pass_name}: {len(ran)} programs in {took:.0f} s ({len(ran) / took:.2f}/s): {dict(statuses)}")
     for shape, n in eager_errors.most_common():
         print(f"  eager autocast raised ({n}x): {shape}")
+    if judge:
+        print("the suite's verdict (programs with each; the first program's number):")
+        for v, n in sorted(judged.items(), key=lambda kv: (not kv[0].startswith("undeclared"), -kv[1])):
+            print(f"  [{n}x] {v} (program {first_at[v]})")
     for sig, found in sorted(seen.items(), key=lambda kv: -len(kv[1])):
         smallest, detail = min(found, key=lambda pd: size(pd[0]))
         print(f"\n[{len(found)}x] {sig}\n    {detail[:300]}")

@@ -29,6 +29,7 @@ from typing import Any, Literal, NoReturn
 import pytest
 import torch
 
+from autocast_spec.known_bugs import KnownBug
 from reference_impl.engine.dtypes import dtype_name
 from reference_impl.harness.samples import Materialized, is_operator
 
@@ -127,21 +128,12 @@ def expect(target: Target, obs: Observation) -> None:
                 stacklevel=2,
             )
         return
-    seen = label(obs.observed)
-    declared = (*target.spec.rules.known_bugs, *target.device_spec.known_bugs)  # torch's, the vendor's
-    dtypes = (obs.case.dtype_text, target.device_spec.default_dtype)
-    bug = next(
-        (
-            b
-            for b in declared
-            if b.explains(obs.check, target.device, seen, obs.op or obs.case.op, obs.features, dtypes)
-        ),
-        None,
-    )
+    bug = known_bug_for(target, obs)
     if bug is not None:
         pytest.xfail(xfail_reason(bug.id, bug.cited, bug.reason))
     if obs.declared is not None and obs.declared.explains(obs.observed):
         pytest.xfail(f"{obs.declared.kind}: {obs.declared.reason}")
+    declared = (*target.spec.rules.known_bugs, *target.device_spec.known_bugs)
     notes = [
         f"declared known bug {b.id} ({b.loc}) observes: {' | '.join(b.observed)}"
         for b in declared
@@ -151,6 +143,18 @@ def expect(target: Target, obs: Observation) -> None:
     if d is not None:
         notes.append(f"{d.kind} ({d.where}) observes: {' | '.join(d.observed)} ({d.reason})")
     _fail(obs, "\n  ".join(notes))
+
+
+def known_bug_for(target: Target, obs: Observation) -> KnownBug | None:
+    """The first known bug (torch's, then the vendor's) that explains an observation that
+    differs from the rule; None: none does. What :func:`expect` reports as xfail."""
+    declared = (*target.spec.rules.known_bugs, *target.device_spec.known_bugs)  # torch's, the vendor's
+    dtypes = (obs.case.dtype_text, target.device_spec.default_dtype)
+    seen = label(obs.observed)
+    op = obs.op or obs.case.op
+    return next(
+        (b for b in declared if b.explains(obs.check, target.device, seen, op, obs.features, dtypes)), None
+    )
 
 
 def expect_each(target: Target, observations: Iterable[Observation]) -> None:
