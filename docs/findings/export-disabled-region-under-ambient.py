@@ -3,9 +3,14 @@ and by run_decompositions(); run_decompositions() does not honour a nested regio
 dtype either (bfloat16 under float16: mm float16, eager bfloat16). Seen on torch 2.13.0, 2.14.1
 and 2.15.0 cpu; no public report found.
 
+The last lines: flex_attention in a bfloat16 region, exported and decomposed outside any region
+(strict and non-strict), then called under a float16 region: float16, eager bfloat16 (seen on
+2.13.0 and 2.15.0; met by program 91 of the 2.13.0 non-strict decomposed draw).
+
 Run: python docs/findings/export-disabled-region-under-ambient.py (torch only)."""
 
 import torch
+from torch.nn.attention.flex_attention import flex_attention
 
 
 def f(a, b):
@@ -48,3 +53,17 @@ with torch.autocast("cpu", dtype=torch.float16):
                 except Exception as e:
                     out = f"raised {type(e).__name__}: {str(e).splitlines()[0][:80]}"
                 print(f"strict={strict} decomposed={dec} {name}: {out}")
+
+
+class Flex(torch.nn.Module):
+    def forward(self, q, k, v):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return flex_attention(q, k, v)
+
+
+q = torch.randn(1, 1, 8, 4)
+for strict in (True, False):
+    decomposed = torch.export.export(Flex(), (q, q, q), strict=strict).run_decompositions().module()
+    with torch.autocast("cpu", dtype=torch.float16):
+        eager, got = Flex()(q, q, q).dtype, decomposed(q, q, q).dtype
+    print(f"strict={strict} flex_attention, decomposed outside, called under float16: {got} (eager {eager})")
