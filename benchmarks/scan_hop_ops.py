@@ -14,7 +14,10 @@ bodies:
 - ``cond``: both branches of a ``torch.cond`` called in the region; the pass as for ``subgraph``;
 - ``decomposed``: a region with ``enabled=False`` around the op, in a module exported
   (``--export strict`` or ``nonstrict``) and decomposed with ``run_decompositions()``, called
-  without gradients under the region; the pass is the decomposed program's ``.module()``.
+  without gradients under the region; the pass is the decomposed program's ``.module()``;
+- ``called``: the op alone in a module exported and decomposed outside any region, then called
+  under the region (F16: an op the decomposition turns into ops autocast does not list loses
+  the region's cast, conv2d into convolution).
 
 A pass that raises is reported as such, not as a dtype difference (a body cannot return a view
 of its input, for instance)::
@@ -96,15 +99,32 @@ class InDisabledRegion(torch.nn.Module):
             return self.call(*a)
 
 
-def in_disabled_region(call: Callable[..., Any], device: str, dtype: torch.dtype) -> Callable[..., Any]:
-    module = InDisabledRegion(call, device)
+class Alone(torch.nn.Module):
+    """The op alone: the body export decomposes outside any region (F16)."""
 
-    def program(*a: Any) -> Any:
-        with torch.autocast(device, dtype=dtype):
-            return module(*a)
+    def __init__(self, call: Callable[..., Any], device: str) -> None:
+        super().__init__()
+        self.call = call
 
-    program.call = call  # type: ignore[attr-defined]  # what decomposed() exports
-    return program
+    def forward(self, *a: Any) -> Any:
+        return self.call(*a)
+
+
+def in_region_around(module_class: type[torch.nn.Module]) -> Callable[..., Callable[..., Any]]:
+    """The program: ``module_class`` holding the op, called under the region."""
+
+    def body(call: Callable[..., Any], device: str, dtype: torch.dtype) -> Callable[..., Any]:
+        module = module_class(call, device)
+
+        def program(*a: Any) -> Any:
+            with torch.autocast(device, dtype=dtype):
+                return module(*a)
+
+        program.call = call  # type: ignore[attr-defined]  # what decomposed() exports
+        program.module_class = module_class  # type: ignore[attr-defined]
+        return program
+
+    return body
 
 
 def compiled(
@@ -117,7 +137,8 @@ def decomposed(
     program: Callable[..., Any], args: tuple[Any, ...], how: argparse.Namespace
 ) -> Callable[..., Any]:
     call, tensors = tensors_bound(program.call, args)  # type: ignore[attr-defined]
-    ep = torch.export.export(InDisabledRegion(call, how.device), tensors, strict=how.export == "strict")
+    module_class = program.module_class  # type: ignore[attr-defined]
+    ep = torch.export.export(module_class(call, how.device), tensors, strict=how.export == "strict")
     module = ep.run_decompositions().module()
 
     def through(*a: Any) -> Any:
@@ -131,7 +152,8 @@ def decomposed(
 HOPS = {
     "subgraph": (in_subgraph, compiled),
     "cond": (in_cond, compiled),
-    "decomposed": (in_disabled_region, decomposed),
+    "decomposed": (in_region_around(InDisabledRegion), decomposed),
+    "called": (in_region_around(Alone), decomposed),
 }
 
 
@@ -170,7 +192,9 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--backend", default="aot_eager", help="torch.compile's backend (subgraph, cond)")
-    parser.add_argument("--export", choices=("strict", "nonstrict"), default="nonstrict", help="(decomposed)")
+    parser.add_argument(
+        "--export", choices=("strict", "nonstrict"), default="nonstrict", help="(decomposed, called)"
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     menu = menu_for(load_installed_spec(), args.device, args.dtype)
@@ -186,7 +210,7 @@ def main() -> int:
             done.add(form.op)
         except Exception:  # eager cannot run this form so: the op's next form is tried
             continue
-    through = f"export {args.export}" if args.hop == "decomposed" else f"backend {args.backend}"
+    through = f"export {args.export}" if args.hop in ("decomposed", "called") else f"backend {args.backend}"
     print(f"torch {torch.__version__}, {args.device} {args.dtype}, {through}, ", end="")
     print(f"in {args.hop}, forms {args.forms}, {args.inputs} inputs")
     for (op, entry), (eager, got) in scanned.items():
