@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import os
 import re
 import sys
@@ -34,7 +35,7 @@ from typing import Any
 
 import torch
 
-from conformance.categories.programs import PLAN, Generated, observations
+from conformance.categories.programs import PLAN, Generated, observations, value_gaps
 from conformance.kit.case import Case
 from conformance.kit.verdict import Observation, known_bug_for, label
 from conformance.target import Options, Target, resolve_target
@@ -44,6 +45,7 @@ from reference_impl.programs import (
     PASSES,
     Program,
     Record,
+    ValueGaps,
     run,
     script_for,
     shape_of,
@@ -144,6 +146,10 @@ class Judge:
             self.targets[dtype] = resolve_target(options)
         return self.targets[dtype]
 
+    def value_gaps(self, program: Program) -> ValueGaps:
+        """The suite's check of values, which the runner compares without autocast."""
+        return functools.partial(value_gaps, self.target(program.dtype))
+
     def verdicts(self, r: Record) -> list[str]:
         """``declared <known bug>``, ``within <declared divergence>`` or ``undeclared: <what>``
         for each observation (none: as eager, not applicable, or eager's error)."""
@@ -213,13 +219,14 @@ def main() -> int:
     judged: collections.Counter[str] = collections.Counter()
     first_at: dict[str, int] = {}
     for i, p in enumerate(ran):
-        r = run(p, a.pass_name, spec)
+        r = run(p, a.pass_name, spec, value_gaps=judge.value_gaps(p) if judge else None)
         verdicts = judge.verdicts(r) if judge else []
         for v in sorted(set(verdicts)):
             judged[v] += 1
             first_at.setdefault(v, numbers[i])
         if only:
-            print(f"  program {numbers[i]}: {r.status}; {verdicts}", flush=True)
+            why = f" ({r.not_applicable.reason[:300]})" if r.not_applicable else ""
+            print(f"  program {numbers[i]}: {r.status}{why}; {verdicts}", flush=True)
         statuses[r.status] += 1
         if r.status == "eager_error" and r.eager is not None and r.eager.error:
             eager_errors[shape_of(r.eager.error)] += 1

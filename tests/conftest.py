@@ -6,8 +6,10 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import find, settings
 
 from autocast_spec.model import Spec
+from reference_impl.programs import Program, programs
 from reference_impl.spectools.installed_spec import load_installed_spec
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -43,6 +45,13 @@ if "OMP_NUM_THREADS" not in os.environ:
 @pytest.fixture(scope="session")
 def spec() -> Spec:
     return load_installed_spec()
+
+
+@pytest.fixture(scope="session")
+def shrunk(spec: Spec) -> Program:
+    """The generated program Hypothesis shrinks toward on cpu (derandomized: the same each run):
+    one op in a region of its own."""
+    return find(programs(spec, "cpu"), lambda p: True, settings=settings(derandomize=True, deadline=None))
 
 
 # ---------------------------------------------------------------------------

@@ -16,28 +16,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, find, settings
+from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
 
 from autocast_spec.model import Spec
 from reference_impl.programs import (
-    EAGER_ERROR,
     NOT_APPLICABLE,
     OK,
-    PASS_ERROR,
     PASSES,
-    AutocastState,
     CallResult,
     Grammar,
     Program,
     Record,
-    Side,
     features,
     grammar_features,
     program_ops,
-    programs,
     run,
-    runner,
     script_for,
 )
 from reference_impl.programs.reduce import in_float32, reduce, size, without_autocast
@@ -83,12 +77,6 @@ def draw(spec: Spec, n: int) -> list[Program]:
 def drawn(spec: Spec) -> list[Program]:
     """:data:`COVERAGE_EXAMPLES` programs drawn with the fixed seed."""
     return draw(spec, COVERAGE_EXAMPLES)
-
-
-@pytest.fixture(scope="module")
-def shrunk(spec: Spec) -> Program:
-    """What Hypothesis shrinks a program toward (derandomized: the same each run)."""
-    return find(programs(spec, DEVICE), lambda p: True, settings=settings(derandomize=True, deadline=None))
 
 
 @pytest.fixture(scope="module")
@@ -282,128 +270,3 @@ def test_in_float32_makes_only_the_lower_precision_leaves_float32(drawn: list[Pr
         assert wide.body == p.body and wide.context == p.context
         for a, b in zip(p.leaves, wide.leaves, strict=True):
             assert b == (dataclasses.replace(a, dtype="float32") if a.dtype in ("float16", "bfloat16") else a)
-
-
-def raising(error: str, eager_backward: str | None = None) -> str:
-    """A script whose ``observe()`` says what a run found: eager's first call ran (no outputs;
-    its backward raised ``eager_backward`` where given), the pass's first call raised ``error``."""
-    state = {"enabled": {}, "dtype": {}, "cache_enabled": True, "nesting": 0}
-    ran: dict[str, object] = {"pass_error": None, "first": None, "gradients": None, "second": None}
-    grads = {"error": eager_backward} if eager_backward else None
-    eager = {**ran, "first": {"outputs": [], "error": None, "state": state}, "gradients": grads}
-    raised = {**ran, "first": {"outputs": [], "error": error, "state": state}}
-    return f"def observe():\n    return {{'eager': {eager!r}, 'pass': {raised!r}}}\n"
-
-
-FOUND = "RuntimeError: expected scalar type Float but found {}"
-NOT_FOR = "RuntimeError: \"addmm_impl_cpu_\" not implemented for '{}'"
-NODE = "RuntimeError: bad node add_{} of '{}' at {}"
-
-
-@pytest.mark.parametrize(
-    ("error", "twin", "status"),
-    [
-        ("InternalTorchDynamoError: KeyError: 140", "InternalTorchDynamoError: KeyError: 97", NOT_APPLICABLE),
-        (NODE.format(3, "L_self_3", "0x7f3a10c8"), NODE.format(1, "L_self_1", "0x7f0b"), NOT_APPLICABLE),
-        (FOUND.format("BFloat16"), "RuntimeError: mat1 and mat2 shapes cannot be multiplied", PASS_ERROR),
-        (FOUND.format("BFloat16"), FOUND.format("Half"), PASS_ERROR),
-        (NOT_FOR.format("BFloat16"), NOT_FOR.format("Float"), PASS_ERROR),
-        ("TypeError: got torch.float16 for v2", "TypeError: got torch.float32 for v2", PASS_ERROR),
-    ],
-    ids=["numbers", "names-and-addresses", "other-message", "other-dtype", "quoted-dtype", "dtype-digits"],
-)
-def test_a_pass_error_is_not_autocasts_only_where_it_is_the_same_without_autocast(
-    spec: Spec, shrunk: Program, monkeypatch: pytest.MonkeyPatch, error: str, twin: str, status: str
-) -> None:
-    """A pass that raises where eager ran is excused (not applicable) only where it raises the
-    same error on the program with every region disabled (``twin``): the same type and message,
-    its numbers, addresses and quoted names aside; an error of the same type that says something
-    else, or names another dtype, fails (the dtype is what autocast changes). The scripts are
-    stand-ins saying what the two runs found: nothing is compiled."""
-    bare = without_autocast(shrunk)
-    assert bare != shrunk
-    scripts = {shrunk: raising(error), bare: raising(twin)}
-    monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
-    record = run(shrunk, "aot_eager", spec)
-    assert record.status == status, record.not_applicable
-
-
-@pytest.mark.parametrize(
-    ("twin", "excused"),
-    [("AssertionError: Unexpected fake buffer _tensor_constant0", True), (FOUND.format("BFloat16"), False)],
-    ids=["same-without-autocast", "not-without-autocast"],
-)
-def test_a_pass_error_is_excused_the_same_way_where_eagers_backward_raised(
-    spec: Spec, shrunk: Program, monkeypatch: pytest.MonkeyPatch, twin: str, excused: bool
-) -> None:
-    """Eager's call ran, its backward raised; the pass's call raised: the program with every region
-    disabled decides whose error it is. Before, eager's backward error skipped that run (inductor's
-    `Unexpected fake buffer`, no autocast needed: the 2.13.0 inductor campaign's program 1593)."""
-    eig = "RuntimeError: linalg_eig_backward: The eigenvectors in the complex case are specified up to"
-    error = "AssertionError: Unexpected fake buffer _tensor_constant0"
-    bare = without_autocast(shrunk)
-    scripts = {shrunk: raising(error, eig), bare: raising(twin, eig)}
-    monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
-    record = run(shrunk, "inductor", spec)
-    assert record.status == (NOT_APPLICABLE if excused else PASS_ERROR), record.not_applicable
-
-
-def with_gradients(eager: dict[str, str | None], got: dict[str, str | None] | None) -> str:
-    """A stand-in script: both first calls ran (no outputs); eager's backward gave ``eager``,
-    the pass's ``got`` (None: its outputs required no grad)."""
-    state = {"enabled": {}, "dtype": {}, "cache_enabled": True, "nesting": 0}
-    ran: dict[str, object] = {"pass_error": None, "second": None, "gradients_error": None}
-    first = {"outputs": [], "error": None, "state": state}
-    sides = {
-        "eager": {**ran, "first": first, "gradients": eager},
-        "pass": {**ran, "first": first, "gradients": got},
-    }
-    return f"def observe():\n    return {sides!r}\n"
-
-
-@pytest.mark.parametrize(
-    ("twin_pass", "excused"),
-    [(None, True), ({"w0": "float32"}, False)],
-    ids=["none-without-autocast-too", "given-without-autocast"],
-)
-def test_gradients_a_pass_does_not_give_are_autocasts_only_where_it_gives_them_without_autocast(
-    spec: Spec,
-    shrunk: Program,
-    monkeypatch: pytest.MonkeyPatch,
-    twin_pass: dict[str, str] | None,
-    excused: bool,
-) -> None:
-    """Strict export's module of a custom autograd Function gives no gradients, with autocast or
-    without: not autocast's. Where the pass gives them without autocast, their loss is judged."""
-    bare = without_autocast(shrunk)
-    scripts = {
-        shrunk: with_gradients({"w0": "float32"}, None),
-        bare: with_gradients({"w0": "float32"}, twin_pass),
-    }
-    monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
-    record = run(shrunk, "export-strict", spec)
-    assert (record.status == NOT_APPLICABLE) is excused, record.not_applicable
-
-
-@pytest.mark.parametrize(
-    "pass_raised, excused",
-    [
-        ("BackendCompilerFailed: backend='aot_eager' raised: AssertionError: outs_to_grad length (1) != "
-         "tangents length (2)", True),
-        ("AssertionError: outs_to_grad length (3) != tangents length (4)", True),
-        ("BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: expected scalar type Float but "
-         "found BFloat16", False),
-    ],
-)  # fmt: skip
-def test_a_pass_that_raises_what_eagers_backward_raised_has_nothing_to_compare(
-    drawn: list[Program], pass_raised: str, excused: bool
-) -> None:
-    """A compiled program traces its backward with its forward: where eager's call ran and its
-    backward raised, the pass raising the same (before its call returns) is eager's error; another
-    error is the pass's, and judged."""
-    state = AutocastState({"cpu": False}, {"cpu": "bfloat16"}, True, 0)
-    call = CallResult((), None, state)
-    eager = Side(None, call, None, "AssertionError: outs_to_grad length (1) != tangents length (2)", None)
-    got = Side(None, CallResult((), pass_raised, state), None, None, None)
-    record = Record(drawn[0], "aot_eager", eager, got, (), None, None, True, "", 0.0)
-    assert (record.status == EAGER_ERROR) is excused, record.status

@@ -1,37 +1,34 @@
 """programs: generated autocast programs of the shapes users deploy, compiled or exported, against
 eager autocast on the same program.
 
-The per-op checks of the ``modes`` category run one op, or independent ops side by side. Users
-deploy other shapes: modules with Parameters and buffers in eval under ``no_grad``, decorated
-methods, helpers several calls deep that graph-break, nested regions, checkpointed blocks,
-custom autograd Functions, higher-order ops, a second call with another shape or under another
-autocast state. A program here is drawn by Hypothesis from a grammar of those shapes, its ops
-and policies from the spec (:mod:`reference_impl.programs`).
+The ``modes`` category runs one op, or independent ops side by side. Users deploy other shapes:
+modules in eval under ``no_grad``, decorated methods, helpers several calls deep that
+graph-break, nested regions, checkpoints, custom autograd Functions, higher-order ops, a second
+call with another shape or autocast state. Hypothesis draws such programs from a grammar, their
+ops and policies from the spec (:mod:`reference_impl.programs`).
 
-Cases: without ``--mode``, one per dtype through torch.compile with aot_eager (a few programs of
-any shape: the main job's share); else per pass of the run's modes (``compile``: each
-``--compile-backend``, and inductor's default, ``emulate_precision_casts`` and ``freezing``
-passes; ``export``: strict and non-strict, ``ep.module()`` and after ``run_decompositions()``;
-``aoti``) and dtype under test; the cheap passes once per dimension of the grammar (a focus
-every drawn program holds: a module, a decorator, nested regions, a checkpoint,
-``torch.cond``...), so that a small budget still covers every dimension; through torch.compile, a
-focused program also shows its dimension: some op's output dtype depends on it
-(:mod:`reference_impl.programs.foci`). Each case draws its
-budget of programs (:data:`PLAN`; ``--programs N`` for a longer campaign), from a fixed seed
-(the same programs on every run). A campaign saves the failing programs it finds in
-``.hypothesis/autocast-programs`` (``AUTOCAST_PROGRAMS_DB``); copied to
-``conformance/program_examples/``, they are replayed first by every run (none are kept today: the
-suite is clean on the releases it was run on).
+Cases: without ``--mode``, one per dtype through torch.compile with aot_eager (the main job's
+share); else per pass of the run's modes (``compile``: each ``--compile-backend``, and
+inductor's default, ``emulate_precision_casts`` and ``freezing``; ``export``: strict and
+non-strict, ``ep.module()`` and after ``run_decompositions()``; ``aoti``) and dtype; the cheap
+passes once per dimension of the grammar (a module, a decorator, nested regions, a checkpoint,
+``torch.cond``...), so that a small budget covers every dimension; a focused program also
+shows its dimension in some op's output dtype (:mod:`reference_impl.programs.foci`). Each case
+draws its budget (:data:`PLAN`; ``--programs N`` for a campaign) from a fixed seed. A campaign
+saves the failing programs it finds in ``.hypothesis/autocast-programs``
+(``AUTOCAST_PROGRAMS_DB``); copied to ``conformance/program_examples/``, every run replays
+them first (none are kept today: the suite is clean on the releases it ran on).
 
 Procedure: each program's standalone script, run eagerly under autocast and through the pass
 (:func:`reference_impl.programs.run`). A program the pass cannot take (strict export of a graph
-break), or that eager autocast itself cannot run, is drawn again.
+break), that eager autocast cannot run, or whose difference recurs with every region disabled
+(an error, missing gradients, values: the pass's, whatever autocast does) is drawn again.
 
 Expectation, as eager on the same program: the pass runs where eager runs; the output dtypes;
 the values within the tolerance of the op that made each output; autocast's state after the
-call; the gradients' dtypes; the same of a second call. A difference is a failure whose
-reproduction is the program's script, after Hypothesis shrinks it (a time budget for that), or
-a known bug of ``spec/rules.yaml`` that names the program's features (``features``): another
+call; the gradients' dtypes; the same of a second call. A difference fails with the program's
+script as its reproduction, after Hypothesis shrinks it (a time budget for that), unless a
+known bug of ``spec/rules.yaml`` names the program's features (``features``): then another
 program is drawn in its place (the budget is of programs no known bug covers), and the test
 reports xfail with each bug met and how many programs met it.
 """
@@ -39,8 +36,8 @@ reports xfail with each bug met and how many programs met it.
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,12 +46,6 @@ from typing import Any, ClassVar, NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, reject, seed, settings
-from hypothesis.database import (
-    DirectoryBasedExampleDatabase,
-    ExampleDatabase,
-    MultiplexedDatabase,
-    ReadOnlyDatabase,
-)
 from hypothesis.errors import Unsatisfiable
 
 from reference_impl.draws import independent_of_imports
@@ -68,6 +59,7 @@ from reference_impl.programs.strategies import programs
 from ..kit.case import Case, omitted
 from ..kit.category import Category
 from ..kit.divergences import DECLARED_VALUES, host_capability, largest_error
+from ..kit.hypothesis import example_database
 from ..kit.verdict import Declaration, Observation, expect_each, not_applicable
 from ..target import Target
 
@@ -78,7 +70,6 @@ STATE = "programs.state"
 GRADIENT_DTYPES = "programs.gradient_dtypes"
 AS_EAGER = "as eager"
 EXAMPLES = Path(__file__).resolve().parent.parent / "program_examples"  # the repository's database
-CAMPAIGN_DB = Path(".hypothesis") / "autocast-programs"  # where a campaign saves what it finds
 
 
 @dataclass(frozen=True)
@@ -247,6 +238,23 @@ def _call(
         )
 
 
+def value_gaps(target: Target, record: Record) -> dict[str, float]:
+    """The outputs whose values differ beyond their tolerance (:func:`_call`'s check, declarations
+    aside) with the largest error: what :func:`reference_impl.programs.run` compares bare."""
+    eager, got, gaps = record.eager, record.got, dict[str, float]()
+    if eager is None or got is None or got.pass_error:
+        return gaps
+    second = (eager.second, got.second) if record.second_not_applicable is None else (None, None)
+    ops = tuple(o.op for o in record.outputs if o.op)
+    for which, e, g in (("call", eager.first, got.first), ("second call", *second)):
+        if e is None or g is None or e.error or g.error or e.dtypes != g.dtypes:
+            continue
+        for o, a, b in zip(record.outputs, e.outputs, g.outputs, strict=False):
+            if output_mismatch([a], [b], _tolerance_of(target, o.op, ops), ()) is not None:
+                gaps[f"{which} {o.value}[{o.index}] {a.dtype}"] = largest_error([a], [b], ())
+    return gaps
+
+
 def _within_bound(
     target: Target, case: Case[Generated], op: str | None, error: float, facts: dict[str, Any], what: str
 ) -> Difference:
@@ -330,14 +338,6 @@ def observations(target: Target, case: Case[Generated], record: Record) -> list[
     ]
 
 
-def _database(target: Target) -> ExampleDatabase | None:
-    repository = ReadOnlyDatabase(DirectoryBasedExampleDatabase(EXAMPLES)) if EXAMPLES.is_dir() else None
-    if not target.programs:  # a default run: the repository's examples only, nothing written
-        return repository
-    campaign = DirectoryBasedExampleDatabase(Path(os.environ.get("AUTOCAST_PROGRAMS_DB", CAMPAIGN_DB)))
-    return MultiplexedDatabase(*(d for d in (repository, campaign) if d is not None))
-
-
 def check(target: Target, case: Case[Generated]) -> None:
     """Draw the case's budget of programs and judge each (see the module docstring): a failure
     fails with the shrunk program's script; a program that meets a known bug is counted and
@@ -363,7 +363,7 @@ def check(target: Target, case: Case[Generated]) -> None:
     @settings(
         max_examples=budget(target, p),
         deadline=None,
-        database=_database(target),
+        database=example_database(EXAMPLES, campaign=bool(target.programs)),
         suppress_health_check=list(HealthCheck),
         print_blob=True,
         phases=[f for f in settings().phases if f is not Phase.shrink or target.programs_shrink > 0],
@@ -374,7 +374,8 @@ def check(target: Target, case: Case[Generated]) -> None:
         if record is None:
             if failed_at and time.monotonic() - failed_at[0] > target.programs_shrink:
                 return  # shrinking's time is up: the smallest failing program so far is reported
-            record = judged[program] = run(program, p.pass_name, target.spec)
+            gaps = functools.partial(value_gaps, target)
+            record = judged[program] = run(program, p.pass_name, target.spec, value_gaps=gaps)
         if record.status in (NOT_APPLICABLE, EAGER_ERROR):
             reject()  # the pass cannot take it, or eager autocast cannot run it: draw another
         try:

@@ -1,15 +1,25 @@
-"""Hypothesis settings for the suite, and the switch certification uses to derandomize it."""
+"""Hypothesis settings for the suite, the switch certification uses to derandomize it, and the
+example databases of generated programs."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    MultiplexedDatabase,
+    ReadOnlyDatabase,
+)
 
 PROFILE = "autocast-conformance"
 DERANDOMIZED = "autocast-conformance-derandomized"
 DERANDOMIZE_KEY = pytest.StashKey[bool]()
+CAMPAIGN_DB = Path(".hypothesis") / "autocast-programs"  # where a campaign saves what it finds
 
 
 def _common() -> dict[str, Any]:
@@ -36,3 +46,14 @@ def suite_settings(config: pytest.Config) -> settings:
     register_profiles()
     derand = config.stash.get(DERANDOMIZE_KEY, False)
     return settings.get_profile(DERANDOMIZED if derand else PROFILE)
+
+
+def example_database(committed: Path, *, campaign: bool) -> ExampleDatabase | None:
+    """The examples a test replays first: ``committed``, the repository's (read only), and in a
+    campaign (``--programs N``) what it finds, saved in ``.hypothesis/autocast-programs``
+    (``AUTOCAST_PROGRAMS_DB``). A default run writes nothing."""
+    repository = ReadOnlyDatabase(DirectoryBasedExampleDatabase(committed)) if committed.is_dir() else None
+    if not campaign:
+        return repository
+    found = DirectoryBasedExampleDatabase(Path(os.environ.get("AUTOCAST_PROGRAMS_DB", CAMPAIGN_DB)))
+    return MultiplexedDatabase(*(d for d in (repository, found) if d is not None))

@@ -32,7 +32,7 @@ from .records import (
     Side,
     shape_of,
 )
-from .runner import ProgramBug, program_ops, run, script_for
+from .runner import ProgramBug, ValueGaps, program_ops, run, script_for
 from .strategies import drawn_programs, programs
 from .tree import Program
 
@@ -54,6 +54,7 @@ __all__ = [
     "ProgramBug",
     "Record",
     "Side",
+    "ValueGaps",
     "drawn_programs",
     "features",
     "grammar_features",

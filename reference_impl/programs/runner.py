@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -54,6 +54,11 @@ from .tree import (
 
 _counter = itertools.count()
 DIRECTORY: list[Path] = []
+
+ValueGaps = Callable[[Record], Mapping[str, float]]
+"""The outputs of a record whose values the pass gives beyond their tolerance of eager's: a key
+per output (its call, value, place and dtype), the largest absolute error. The tolerance is the
+caller's (the suite's verdict), so :func:`run` takes it as an argument."""
 
 
 class ProgramBug(Exception):
@@ -150,7 +155,14 @@ def classify_second(how: Pass, program: Program, eager: Side, got: Side) -> NotA
     return NotApplicable(why, got.second.error) if why is not None else None
 
 
-def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None = None) -> Record:
+def run(
+    program: Program,
+    pass_name: str,
+    spec: Spec,
+    *,
+    directory: Path | None = None,
+    value_gaps: ValueGaps | None = None,
+) -> Record:
     """``program`` run eagerly and through ``pass_name`` (one of :data:`.passes.PASSES`), from
     its script written under ``directory`` (default: a temporary directory of the process).
 
@@ -161,14 +173,22 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
     dtypes kept), the failure is the pass's whatever autocast does (not applicable here: a
     torch.compile bug, not autocast's). The same where the pass gives gradients to other
     parameters and inputs than eager does (strict export's module gives none through a custom
-    autograd Function) and gives the same without autocast."""
+    autograd Function) and gives the same without autocast. The same, with ``value_gaps``, where
+    the pass's values of an output differ from eager's beyond its tolerance: if, without
+    autocast, the same output (its dtype alike) differs by at least half as much, the difference
+    is the pass's numerics whatever autocast does (inductor's grid_sampler on bfloat16 in a
+    disabled region)."""
     record = _run(program, pass_name, spec, directory)
     error, lost = raised(record), gradients_missing(record)
-    if error is None and lost is None:
+    gaps = value_gaps(record) if value_gaps is not None and error is None and lost is None else {}
+    if error is None and lost is None and not gaps:
         return record
     off = _run(without_autocast(program), pass_name, spec, directory)
     if off.eager is not None and off.eager.call_error:
         off = _run(in_float32(without_autocast(program)), pass_name, spec, directory)
+    if gaps:
+        assert value_gaps is not None
+        return values_not_autocasts(record, gaps, value_gaps(off))
     if error is None:
         if gradients_missing(off) != lost:
             return record
@@ -179,6 +199,17 @@ def run(program: Program, pass_name: str, spec: Spec, *, directory: Path | None 
         return record
     why = f"the pass raises without autocast too: {bare[1][:200]}"
     return dataclasses.replace(record, not_applicable=NotApplicable(why, error[1]))
+
+
+def values_not_autocasts(record: Record, gaps: Mapping[str, float], bare: Mapping[str, float]) -> Record:
+    """``record``, not applicable where each output whose values differ (``gaps``) differs
+    without autocast too (``bare``: the same key, so the same dtype) by at least half as much."""
+    if any(bare.get(key, 0.0) < gap / 2 for key, gap in gaps.items()):
+        return record
+    seen = ", ".join(f"{key}: {gap:.3g} with autocast, {bare[key]:.3g} without" for key, gap in gaps.items())
+    return dataclasses.replace(
+        record, not_applicable=NotApplicable(f"the pass's values differ without autocast too: {seen}")
+    )
 
 
 def gradients_missing(record: Record) -> str | None:
