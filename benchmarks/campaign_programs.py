@@ -51,6 +51,7 @@ from reference_impl.programs import (
     shape_of,
 )
 from reference_impl.programs.features import features
+from reference_impl.programs.passes import pass_named
 from reference_impl.programs.reduce import reduce, size
 from reference_impl.programs.strategies import drawn_programs
 from reference_impl.spectools.installed_spec import load_installed_spec
@@ -205,7 +206,8 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     spec = load_installed_spec()
     start = time.perf_counter()
-    drawn = drawn_programs(spec, a.programs, a.seed)
+    inference = pass_named(a.pass_name).inference_only  # freezing: inference programs only
+    drawn = drawn_programs(spec, a.programs, a.seed, inference_only=inference)
     print(f"drew {len(drawn)} programs in {time.perf_counter() - start:.1f} s", flush=True)
     first, stop = (k - 1) * len(drawn) // parts, k * len(drawn) // parts
     if parts > 1:
@@ -249,7 +251,8 @@ def main() -> int:
         smallest, detail = min(found, key=lambda pd: size(pd[0]))
         print(f"\n[{len(found)}x] {sig}\n    {detail[:300]}")
         at = next(i for i, q in enumerate(drawn) if q is smallest)
-        print(f"    smallest: drawn_programs(spec, {len(drawn)}, {a.seed})[{at}]")
+        also = ", inference_only=True" if inference else ""
+        print(f"    smallest: drawn_programs(spec, {len(drawn)}, {a.seed}{also})[{at}]")
         if a.reduce:
 
             def shows(q: Program, sig: str = sig) -> bool:

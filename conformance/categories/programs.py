@@ -355,7 +355,7 @@ def check(target: Target, case: Case[Generated]) -> None:
         target.device,
         case.dtype_text,
         focus=p.focus or ("frozen" if p.config == "freezing" else None),
-        inference_only=p.config == "freezing",
+        inference_only=pass_named(p.pass_name).inference_only,
         observable=p.mode is Mode.COMPILE,
     )
     seed_of = int(hashlib.sha256(case.id.encode()).hexdigest()[:12], 16)

@@ -58,7 +58,8 @@ def not_checkpointed(program: Program) -> str | None:
     return CHECKPOINTED if "wrap:checkpoint" in features(program) else None
 
 
-def inference_only(program: Program) -> str | None:
+def training(program: Program) -> str | None:
+    """Why freezing cannot take ``program``: it takes gradients, or its module trains."""
     c = program.context
     if c.grad_mode is GradMode.GRAD:
         return "inductor freezes inference graphs only: the program runs with grad enabled"
@@ -80,6 +81,12 @@ class Pass:
     # the second call's errors that are not the pass's fault, as cannot_take
     second_cannot_take: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     foci_out: frozenset[str] = frozenset()  # the grammar's dimensions none of whose programs it takes
+
+    @property
+    def inference_only(self) -> bool:
+        """Takes programs in eval under ``no_grad`` or ``inference_mode`` only (freezing): what
+        its cases and campaigns draw."""
+        return self.inapplicable is training
 
     def call_text(self, program: Program) -> str:
         """The line of the script that applies the pass: ``<function>(model, example, ...)``."""
@@ -139,7 +146,7 @@ PASSES: dict[str, Pass] = {
             "inductor",
             {"freezing": True},
             "torch.compile(backend='inductor') with freezing=True",
-            inapplicable=inference_only,
+            inapplicable=training,
         ),
         export_pass("export-strict", True, False),
         export_pass("export-nonstrict", False, False),

@@ -1,14 +1,13 @@
 """Hypothesis strategies for generated autocast programs: :func:`programs`.
 
-A program is drawn context first (function or module, grad mode, train or eval, the region
-around the first call, the second call), then its body, statement by statement
-(:class:`Builder`). Every choice lists its simplest option first, and Hypothesis shrinks a
-failing program toward the shortest sequence of choices: a plain function calling one op,
-called once under ``no_grad`` inside ``with torch.autocast(...)`` (the documented use; a
-program without that region starts with a region of its own), with fewer statements (each
-"one more?" is a boolean that shrinks to no), no nesting, no second call, float32 inputs,
-graph inputs rather than Parameters, the first policy of the device and the simplest form of
-its ops.
+A program is drawn context first (function or module, grad mode, train or eval, the region around
+the first call, the second call), then its body, statement by statement (:class:`Builder`). Every
+choice lists its simplest option first, so Hypothesis shrinks a failing program toward a plain
+function calling one op, called once under ``no_grad`` inside ``with torch.autocast(...)`` (the
+documented use; a program without that region starts with a region of its own), with fewer
+statements (each "one more?" is a boolean that shrinks to no), no nesting, no second call, float32
+graph inputs rather than Parameters, the first policy of the device and the simplest form of its
+ops.
 """
 
 from __future__ import annotations
@@ -362,22 +361,24 @@ def programs(
     program holds that dimension; with ``observable``, in a way that changes what it computes
     (:mod:`.foci`); ``inference_only``: eval mode, under ``no_grad`` or
     ``inference_mode`` (what inductor's freezing takes)."""
-    grammar = Grammar(
-        spec,
-        device,
-        dtype or spec.device(device).default_dtype,
-        limits or Limits(),
-        available or Available.installed(),
-    )
+    dtype = dtype or spec.device(device).default_dtype
+    grammar = Grammar(spec, device, dtype, limits or Limits(), available or Available.installed())
     drawn = program_strategy(grammar, focus, inference_only, observable)
     return drawn.filter(lambda p: p is not None)  # type: ignore[return-value]
 
 
 def drawn_programs(
-    spec: Spec, n: int, at: int, device: str = "cpu", dtype: str | None = None
+    spec: Spec,
+    n: int,
+    at: int,
+    device: str = "cpu",
+    dtype: str | None = None,
+    *,
+    inference_only: bool = False,
 ) -> list[Program]:
     """The first ``n`` programs the strategy draws from seed ``at`` (generation only, no
-    database): the same list on every run and in any process, for campaigns and benchmarks."""
+    database): the same list on every run and in any process, for campaigns and benchmarks
+    (``inference_only``: as :func:`programs`, for a pass that takes no other)."""
     out: list[Program] = []
 
     @seed(at)
@@ -388,7 +389,7 @@ def drawn_programs(
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(programs(spec, device, dtype))
+    @given(programs(spec, device, dtype, inference_only=inference_only))
     def collect(p: Program) -> None:
         out.append(p)
 
