@@ -219,13 +219,13 @@ def main() -> int:
     start = time.perf_counter()
     ran = [drawn[i] for i in numbers]
     judged: collections.Counter[str] = collections.Counter()
-    first_at: dict[str, int] = {}
+    met_by: dict[str, list[int]] = collections.defaultdict(list)
     for i, p in enumerate(ran):
         r = run(p, a.pass_name, spec, value_gaps=judge.value_gaps(p) if judge else None)
         verdicts = judge.verdicts(r) if judge else []
         for v in sorted(set(verdicts)):
             judged[v] += 1
-            first_at.setdefault(v, numbers[i])
+            met_by[v].append(numbers[i])
         if only:
             why = f" ({r.not_applicable.reason[:300]})" if r.not_applicable else ""
             print(f"  program {numbers[i]}: {r.status}{why}; {verdicts}", flush=True)
@@ -244,9 +244,10 @@ def main() -> int:
     for shape, n in eager_errors.most_common():
         print(f"  eager autocast raised ({n}x): {shape}")
     if judge:
-        print("the suite's verdict (programs with each; the first program's number):")
+        print("the suite's verdict (programs with each; the programs' numbers):")
         for v, n in sorted(judged.items(), key=lambda kv: (not kv[0].startswith("undeclared"), -kv[1])):
-            print(f"  [{n}x] {v} (program {first_at[v]})")
+            shown = ", ".join(map(str, met_by[v][:10])) + (", ..." if n > 10 else "")
+            print(f"  [{n}x] {v} (programs {shown})")
     for sig, found in sorted(seen.items(), key=lambda kv: -len(kv[1])):
         smallest, detail = min(found, key=lambda pd: size(pd[0]))
         print(f"\n[{len(found)}x] {sig}\n    {detail[:300]}")

@@ -61,16 +61,21 @@ def in_subgraph(call: Callable[..., Any], device: str, dtype: torch.dtype) -> Ca
 def tensors_bound(
     call: Callable[..., Any], args: tuple[Any, ...]
 ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """``call`` taking the tensors of ``args`` only (the rest bound: export takes tensors), and them."""
-    at = [i for i, x in enumerate(args) if isinstance(x, torch.Tensor)]
+    """``call`` taking the tensors of ``args`` only, those in a list too (the rest bound: export
+    takes tensors), and them. A list's tensors left bound would be the exported program's lifted
+    constants: with no input beside them, torch.export (2.13.0) orders them wrongly and raises
+    "used before it has been defined" without autocast (pytorch#136658 fixed the same for one
+    case), which is not what the scan looks for."""
+    leaves, structure = torch.utils._pytree.tree_flatten(args)
+    at = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
 
     def on_tensors(*tensors: Any) -> Any:
-        a = list(args)
+        flat = list(leaves)
         for i, t in zip(at, tensors, strict=True):
-            a[i] = t
-        return call(*a)
+            flat[i] = t
+        return call(*torch.utils._pytree.tree_unflatten(flat, structure))
 
-    return on_tensors, tuple(args[i] for i in at)
+    return on_tensors, tuple(leaves[i] for i in at)
 
 
 def in_cond(call: Callable[..., Any], device: str, dtype: torch.dtype) -> Callable[..., Any]:
