@@ -6,6 +6,8 @@ alike; eager runs the cat uncast (float32), and backend="eager" too. The body's 
 is not honoured where AOTAutograd traces it (F9's family, but a raise, and without gradients
 too). Seen on torch 2.13.0 and 2.15.0 cpu; no public report found. Met by program 161 of the
 2.15.0 inductor campaign (part 1 of 2), judged undeclared by campaign_programs.py --judge.
+Non-strict torch.export raises the same while tracing; strict export runs it as eager (2.13.0 and
+2.15.0; met by the suite's verdict on the 2.15.0 non-strict export draw, programs 158 to 162).
 
 Each region is called twice: torch.compile inlines a nested_compile_region called once.
 
@@ -39,3 +41,20 @@ for grad in (True, False):
                 lines = str(e).strip().splitlines()
                 got = f"raises {type(e).__name__}: {lines[min(1, len(lines) - 1)][:90]}"
         print(f"grad={grad} torch.compile(backend={backend!r}): {got}")
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = w
+
+    def forward(self, a):
+        return f(a, self.w)
+
+
+for strict in (True, False):
+    try:
+        got = str(torch.export.export(M(), (a,), strict=strict).module()(a).dtype)
+    except Exception as e:
+        got = f"raises {type(e).__name__}: {str(e).strip().splitlines()[0][:90]}"
+    print(f"torch.export strict={strict}: {got}")
