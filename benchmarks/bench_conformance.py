@@ -9,15 +9,23 @@ comparison with an explicitly cast control, as ``test/test_autocast.py`` does).
 Targets (issue 4): full cpu run under 90 s with -n 2 on 2 cores; collection under 5 s.
 Figures are printed, never asserted.
 
-    python benchmarks/bench_conformance.py [--skip-full]
+``--log-capture PAIRS``: the installed suite as a user runs it, from an empty directory with no
+pytest configuration (``--pyargs conformance --backend cpu --dtype all -m "not programs"``),
+serial, PAIRS times with pytest's log capture off (the suite's default) and on (``--log-level
+WARNING`` keeps it), alternating; each run's session seconds and user CPU seconds, and whether
+the counts agree.
+
+    python benchmarks/bench_conformance.py [--skip-full] [--log-capture PAIRS]
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 import types
 import unittest
@@ -130,10 +138,36 @@ def harness_rate(seconds: float = 5.0) -> tuple[int, float]:
     return len(ok), n / (time.perf_counter() - t0)
 
 
+def user_run(where: Path, *args: str) -> tuple[float, float, str]:
+    """``pytest --pyargs conformance`` from ``where`` (an empty pytest.ini: nothing of this
+    repository's configuration): session seconds, user CPU seconds, the summary line."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(where / "pytest.ini")]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    p = subprocess.run([*cmd, "--pyargs", "conformance", *args], cwd=where, capture_output=True, text=True)
+    user = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
+    return session_seconds(p.stdout), user, last_line(p.stdout)
+
+
+def log_capture(pairs: int) -> None:
+    args = ("--backend", "cpu", "--dtype", "all", "-m", "not programs")
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        (where / "pytest.ini").write_text("[pytest]\n")
+        for i in range(pairs):
+            order = [("off", ()), ("on", ("--log-level", "WARNING"))]
+            for name, extra in order if i % 2 == 0 else order[::-1]:
+                seconds, user, line = user_run(where, *args, *extra)
+                print(f"log capture {name}: {seconds:.1f} s (pytest), {user:.1f} s user CPU -> {line}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-full", action="store_true", help="skip the full -n 2 run")
+    ap.add_argument("--log-capture", type=int, default=0, metavar="PAIRS", help="pairs of runs")
     ns = ap.parse_args()
+    if ns.log_capture:
+        log_capture(ns.log_capture)
+        return 0
 
     wall, out = pytest_run("--backend", "cpu", "--dtype", "all", "--co")
     m = re.search(r"(\d+)(?:/\d+)? tests? collected.* in ([0-9.]+)s", out)

@@ -144,6 +144,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_real)
 
 
+# pytest's log capture, where the user set none of its options
+LOG_OPTIONS = ("log_level", "log_file", "log_file_level", "log_cli_level")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run of the suite alone turns pytest's log capture off unless a ``--log-*`` option (or its
+    ini value) asks for it. pytest (8.4+) attaches its handlers to every non-propagating logger
+    three times per test, and torch registers dozens: a quarter of an eager run's time, with no
+    test of the suite logging (torch's warnings still reach stderr, which pytest captures)."""
+    config = session.config
+    if not session.items or not all(_in_suite(i) for i in session.items):
+        return  # another project's tests run in this session too: theirs to decide
+    if any(config.getoption(o, None) or config.getini(o) for o in LOG_OPTIONS):
+        return
+    if config.getoption("log_cli", None) or config.getini("log_cli"):
+        return
+    capture = config.pluginmanager.get_plugin("logging-plugin")
+    if capture is not None:
+        config.pluginmanager.unregister(capture)
+        capture.pytest_unconfigure()  # closes its handlers, as pytest would at the end
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Judge (check ``context.leaked_state``, through :func:`~.kit.verdict.expect`) a suite

@@ -22,12 +22,6 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None and "PYTHONPYCACH
     os.environ["PYTHONPYCACHEPREFIX"] = str(
         Path(tempfile.gettempdir()) / f"autocast-conformance-pyc-{os.getuid()}"
     )
-# pytest's log capture attaches a handler to every non-propagating logger (torch has about
-# 60) around each phase of each test: about 10% of a suite run's time. The suite writes no
-# logs worth capturing, so its runs in subprocesses go without the logging plugin.
-os.environ["PYTEST_ADDOPTS"] = " ".join(
-    a for a in (os.environ.get("PYTEST_ADDOPTS", ""), "-p no:logging") if a
-)
 # The tests run as two xdist workers, most of them starting suite runs in subprocesses beside
 # them: always more busy processes than cores on the 2-core host. torch's OpenMP pool (one
 # thread per core by default) then spins waiting for threads that have no core: two eager
