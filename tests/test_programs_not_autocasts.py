@@ -5,6 +5,7 @@ the same. The scripts are stand-ins saying what the two runs found: nothing is c
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +198,44 @@ def test_values_are_autocasts_unless_they_differ_as_much_without_autocast(
     record = run(shrunk, "inductor", spec, value_gaps=gaps)
     assert record.status == (NOT_APPLICABLE if excused else OK), record.not_applicable
     assert gaps(record) if not excused else True
+
+
+def ran_clean() -> str:
+    """A stand-in script: eager's first call and the pass's ran (no outputs)."""
+    return raising("").replace("'error': ''", "'error': None")
+
+
+def raising_once(error: str, mark: Path) -> str:
+    """A stand-in script whose pass raises ``error`` the first time it runs (``mark`` says it
+    did), and runs clean after."""
+    return (
+        f"import os\n\n_RAISING = {raising(error)!r}\n_CLEAN = {ran_clean()!r}\n\n"
+        f"def observe():\n    first = not os.path.exists({str(mark)!r})\n"
+        f"    open({str(mark)!r}, 'w').close()\n    namespace = {{}}\n"
+        "    exec(_RAISING if first else _CLEAN, namespace)\n    return namespace['observe']()\n"
+    )
+
+
+ALIASING = (
+    "UncapturedHigherOrderOpError: This higher order operator doesn't work unless it is captured "
+    "completely with torch.compile. Got graph break/error: Encountered aliasing during higher order op "
+    "tracing"
+)
+
+
+@pytest.mark.parametrize("again", ["runs", "raises"])
+def test_a_pass_error_a_second_compile_does_not_raise_is_not_autocasts(
+    spec: Spec, shrunk: Program, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, again: str
+) -> None:
+    """Without autocast the program runs; through the pass it raised. Compiled once more, where
+    it runs the error was the process's first compile (2.13.0: a ``nested_compile_region`` body
+    returning ``_transform_bias_rescale_qkv``'s outputs, with or without autocast: programs 54
+    and 1766 of the freezing campaign), not autocast's; where it raises again, it stays."""
+    bare = without_autocast(shrunk)
+    mine = raising_once(ALIASING, tmp_path / "compiled") if again == "runs" else raising(ALIASING)
+    scripts = {shrunk: mine, bare: ran_clean()}
+    monkeypatch.setattr(runner, "script_for", lambda program, pass_name, spec: scripts[program])
+    record = run(shrunk, "inductor-freezing", spec)
+    assert record.status == (NOT_APPLICABLE if again == "runs" else PASS_ERROR), record.not_applicable
+    if again == "runs":
+        assert record.not_applicable is not None and "first compile" in record.not_applicable.reason

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from .features import features
 from .tree import (
@@ -22,6 +23,7 @@ from .tree import (
     CacheSwitch,
     Call,
     Cond,
+    Const,
     Context,
     CustomFunction,
     Escape,
@@ -223,9 +225,26 @@ def without_autocast(program: Program) -> Program:
 
 
 def in_float32(program: Program, lower: tuple[str, ...] = ("float16", "bfloat16")) -> Program:
-    """``program`` with its leaves of a ``lower`` dtype made float32: what runs without autocast
-    where its ops mix dtypes that autocast would have cast to one."""
+    """``program`` with every ``lower`` dtype it names made float32: its leaves, its casts
+    (``.to(<dtype>)``) and its dtype arguments; what runs without autocast where its ops mix dtypes
+    that autocast would have cast to one. Its regions keep their dtype (the bare program's are
+    disabled)."""
     leaves = tuple(
         dataclasses.replace(leaf, dtype="float32") if leaf.dtype in lower else leaf for leaf in program.leaves
     )
-    return dataclasses.replace(program, leaves=leaves)
+    return dataclasses.replace(program, leaves=leaves, body=_named_float32(program.body, lower))
+
+
+def _named_float32(node: Any, lower: tuple[str, ...]) -> Any:
+    if isinstance(node, Ref):
+        return dataclasses.replace(node, cast="float32") if node.cast in lower else node
+    if isinstance(node, Const):
+        return Const("float32", True) if node.dtype and node.value in lower else node
+    if isinstance(node, Autocast):
+        return node
+    if isinstance(node, tuple):
+        return tuple(_named_float32(n, lower) for n in node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        named = (f.name for f in dataclasses.fields(node) if f.init)
+        return dataclasses.replace(node, **{n: _named_float32(getattr(node, n), lower) for n in named})
+    return node
