@@ -10,6 +10,12 @@ dtypes; the constants' values. The same name is the same build, so a package fou
 loaded instead of built (a package that does not load is built again). Packages are written
 under a temporary name and renamed, so the workers of a run that share the cache never read
 half a package.
+
+Every package is built with :func:`package_configs`: the C++ wrapper around the kernels (the
+code that holds the buffers and calls the kernels, in order) compiled at ``-O0`` where torch
+compiles it at ``-O1``. The wrapper computes no value of the program: autocast's casts are in the
+exported graph and in the kernels, which keep inductor's flags. Its C++ build was most of a
+package's cost (measured in docs/jit.md).
 """
 
 from __future__ import annotations
@@ -29,6 +35,16 @@ def _tensor_bytes(t: torch.Tensor) -> bytes:
     return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
 
 
+def package_configs() -> dict[str, Any]:
+    """The inductor configs every package is built with (see the module docstring): empty on a
+    torch whose AOTInductor has no ``compile_wrapper_opt_level``."""
+    import torch._inductor.config as config  # here, not at import: it costs about 1.4 s
+
+    if not hasattr(config.aot_inductor, "compile_wrapper_opt_level"):
+        return {}
+    return {"aot_inductor.compile_wrapper_opt_level": "O0"}
+
+
 def package_key(ep: torch.export.ExportedProgram, tensors: Sequence[torch.Tensor]) -> str:
     """The name of the package ``ep`` builds into for ``tensors`` (see the module docstring)."""
     import torch._inductor as inductor  # here, not at import: it costs about 1.4 s
@@ -42,6 +58,7 @@ def package_key(ep: torch.export.ExportedProgram, tensors: Sequence[torch.Tensor
         str(torch.version.git_version),
         f"{compiler.__module__}.{compiler.__qualname__}",
         repr(sorted(config.items(), key=lambda kv: kv[0])),
+        repr(sorted(package_configs().items())),
         torch.backends.cpu.get_cpu_capability(),
         os.environ.get("CXX", ""),
         str(ep.graph_signature),
@@ -76,7 +93,7 @@ def built_or_reused(
     fd, tmp = tempfile.mkstemp(dir=packages, prefix=".building-", suffix=".pt2")
     os.close(fd)
     try:
-        inductor.aoti_compile_and_package(ep, package_path=tmp)
+        inductor.aoti_compile_and_package(ep, package_path=tmp, inductor_configs=package_configs())
         os.chmod(tmp, 0o644)  # mkstemp's 0600: a cache that CI restores may be read by another user
         os.replace(tmp, path)
     finally:

@@ -80,14 +80,16 @@ def exported(
     return ep.module()  # type: ignore[no-any-return,unused-ignore]
 
 
-def aoti(model: Any, example: Sequence[torch.Tensor], dynamic: bool) -> Callable[..., Any]:
-    """The program exported (non-strict), compiled by AOTInductor into a package (under the
-    inductor cache directory, ``TORCHINDUCTOR_CACHE_DIR``, where set) and loaded back."""
+def aoti(
+    model: Any, example: Sequence[torch.Tensor], dynamic: bool, configs: dict[str, Any]
+) -> Callable[..., Any]:
+    """The program exported (non-strict), compiled by AOTInductor with ``configs`` into a package
+    (under the inductor cache directory, ``TORCHINDUCTOR_CACHE_DIR``, where set) and loaded back."""
     import torch._inductor as inductor
 
     ep = export_program(model, example, False, dynamic)
     root = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or tempfile.gettempdir()
     os.makedirs(os.path.join(root, "aoti_packages"), exist_ok=True)
     path = tempfile.mktemp(suffix=".pt2", dir=os.path.join(root, "aoti_packages"))
-    inductor.aoti_compile_and_package(ep, package_path=path)
+    inductor.aoti_compile_and_package(ep, package_path=path, inductor_configs=configs)
     return inductor.aoti_load_package(path)  # type: ignore[no-any-return,unused-ignore]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..modes.aoti_packages import package_configs
 from . import pass_code
 from .features import features
 from .tree import GradMode, Program, SecondKind
@@ -156,7 +157,7 @@ PASSES: dict[str, Pass] = {
             "aoti",
             "torch.export (non-strict), AOTInductor package (aoti_compile_and_package, aoti_load_package)",
             pass_code.aoti,
-            lambda p: {"dynamic": resizing(p)},
+            lambda p: {"dynamic": resizing(p), "configs": package_configs()},
             gradients=False,
             second_cannot_take=STATIC,
         ),
