@@ -171,8 +171,8 @@ def run(
     leaves made float32 too): if eager runs it so and the pass raises the same error in the same
     call (its type and message alike, :func:`.records.shape_of`: numbers and names blurred,
     dtypes kept), the failure is the pass's whatever autocast does (not applicable here: a
-    torch.compile bug, not autocast's). Where it does not raise that error without autocast, the
-    program is run through the pass once more: an error that compiling it again does not raise
+    torch.compile bug, not autocast's). Where it raises nothing without autocast (or eager cannot
+    run that), the program is run through the pass once more: an error that compiling it again does not raise
     is the process's (torch's lazy set-up: on 2.13.0 a ``nested_compile_region`` body returning
     ``_transform_bias_rescale_qkv``'s outputs raises "Encountered aliasing" on its first compile
     only, with or without autocast), not applicable too. The same where the pass gives gradients to other
